@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Top-level build: the protocol core and its unit tests are built here;
+# QEMU (with the rnic device laid into it by ./configure) is built by ninja
+# under build/qemu.  See README.md.
+
+BUILD      := build
+-include $(BUILD)/config.mk
+
+CC         ?= cc
+CORE_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wmissing-prototypes \
+               -Wstrict-prototypes -Wvla -Wundef -Wshadow
+ifeq ($(SANITIZE),1)
+CORE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+SAN_DIR    := -san
+endif
+OBJ        := $(BUILD)/obj$(SAN_DIR)
+
+CORE_SRCS  := $(wildcard core/*.c)
+CORE_OBJS  := $(CORE_SRCS:%.c=$(OBJ)/%.o)
+CORE_LIB   := $(OBJ)/librnic-core.a
+
+UNIT_SRCS  := $(wildcard tests/unit/*.c tests/unit/support/*.c)
+UNIT_OBJS  := $(UNIT_SRCS:%.c=$(OBJ)/%.o)
+UNIT_BIN   := $(OBJ)/tests/unit/rnic-unit
+UNIT_LIBS  := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lpcap -lpthread
+INCLUDES   := -Icore -Iinclude -Itests/unit
+
+QEMU_BIN   := $(BUILD)/qemu-system-x86_64
+QTESTS     := rnic-test device-introspect-test
+
+.PHONY: all core qemu check check-unit check-qtest run clean distclean
+
+all: core qemu
+
+core: $(CORE_LIB)
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CORE_CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(UNIT_BIN): $(UNIT_OBJS) $(CORE_LIB)
+	$(CC) $(CORE_CFLAGS) -o $@ $(UNIT_OBJS) $(CORE_LIB) $(UNIT_LIBS)
+
+-include $(CORE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d)
+
+# Fails with a clear message when ./configure has not run.
+need-configure:
+	@test -f $(BUILD)/config.mk || \
+	  { echo "make: QEMU is not configured; run ./configure (see README.md)"; exit 1; }
+
+qemu: need-configure
+	ninja -C $(QEMU_BUILD) qemu-system-x86_64
+	@ln -sf qemu/qemu-system-x86_64 $(QEMU_BIN)
+
+check: check-unit check-qtest
+
+check-unit: $(UNIT_BIN)
+	cd $(BUILD) && CK_FORK=yes $(abspath $(UNIT_BIN))
+
+check-qtest: qemu
+	ninja -C $(QEMU_BUILD) $(QTESTS:%=tests/qtest/%)
+	cd $(QEMU_BUILD) && /usr/bin/meson test --no-rebuild --print-errorlogs \
+	    $(QTESTS:%=qtest-x86_64/%)
+
+# The main job for now: start QEMU with the device and show it on the bus.
+run: qemu
+	printf 'info pci\nquit\n' | $(QEMU_BIN) -M q35 -accel tcg -nodefaults \
+	    -display none -device rnic -monitor stdio
+
+clean:
+	rm -rf $(BUILD)/obj $(BUILD)/obj-san
+	-test -f $(BUILD)/qemu/build.ninja && ninja -C $(QEMU_BUILD) clean
+
+distclean:
+	rm -rf $(BUILD)

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Runs every Check suite of the protocol core in one runner, so that one
+ * summary line counts them all.
+ */
+#include <stdlib.h>
+#include <check.h>
+#include "suites.h"
+
+int main(void)
+{
+    Suite *(*const suites[])(void) = {
+        version_suite,
+    };
+    SRunner *sr = srunner_create(NULL);
+    int failed;
+
+    for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
+        srunner_add_suite(sr, suites[i]());
+    }
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
