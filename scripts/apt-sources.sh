@@ -45,12 +45,12 @@ Suites: bookworm-backports
 Components: main
 Signed-By: $keyring"
 
-if [ -f "$out" ] && [ "$(cat "$out")" = "$want" ]; then
-    exit 0
-fi
 if [ "$(id -u)" != 0 ]; then
-    echo "apt-sources: root is needed to write $out; re-run as root" >&2
+    echo "apt-sources: root is needed to write $out and update apt; re-run as root" >&2
     exit 1
 fi
-printf '%s\n' "$want" > "$out"
+if [ ! -f "$out" ] || [ "$(cat "$out")" != "$want" ]; then
+    printf '%s\n' "$want" > "$out"
+fi
+# Called only when something must be installed or fetched: refresh the lists.
 apt-get -o DPkg::Lock::Timeout=600 update -qq

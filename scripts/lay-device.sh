@@ -41,7 +41,7 @@ done
 
 add_after "$qemu/hw/meson.build" "^subdir\('xenpv'\)" "subdir('rnic-core') $mark"
 add_after "$qemu/hw/meson.build" "^subdir\('rnic-core'\)" "subdir('rnic') $mark"
-add_after "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig $mark"
+add_after "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
 add_after "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
 add_after "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
     "qtests_x86_64 += ['rnic-test'] $mark"
