@@ -27,6 +27,9 @@ UNIT_LIBS  := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck) -lpca
 INCLUDES   := -Icore -Iinclude -Itests/unit
 
 QEMU_BIN   := $(BUILD)/qemu-system-x86_64
+# Debian's firmware packages; QEMU run from its build folder looks for its
+# --firmwarepath under qemu-bundle/, so they are linked there.
+FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
 QTESTS     := rnic-test device-introspect-test
 
 .PHONY: all core qemu check check-unit check-qtest run clean distclean
@@ -56,8 +59,13 @@ need-configure:
 qemu: need-configure
 	ninja -C $(QEMU_BUILD) qemu-system-x86_64
 	@ln -sf qemu/qemu-system-x86_64 $(QEMU_BIN)
+	@for d in $(FIRMWARE_DIRS); do \
+	    mkdir -p $(QEMU_BUILD)/qemu-bundle$$(dirname $$d); \
+	    ln -sfn $$d $(QEMU_BUILD)/qemu-bundle$$d; \
+	done
 
-check: check-unit check-qtest
+check:
+	@bash scripts/check-all.sh check-unit check-qtest
 
 check-unit: $(UNIT_BIN)
 	cd $(BUILD) && CK_FORK=yes $(abspath $(UNIT_BIN))
@@ -67,10 +75,13 @@ check-qtest: qemu
 	cd $(QEMU_BUILD) && /usr/bin/meson test --no-rebuild --print-errorlogs \
 	    $(QTESTS:%=qtest-x86_64/%)
 
-# The main job for now: start QEMU with the device and show it on the bus.
+# The main job for now: start QEMU with the device, let the firmware assign
+# its BARs, then show the PCI bus as the monitor's `info pci` sees it.
 run: qemu
-	printf 'info pci\nquit\n' | $(QEMU_BIN) -M q35 -accel tcg -nodefaults \
-	    -display none -device rnic -monitor stdio
+	@echo "make run: $(QEMU_BIN) -M q35 -accel tcg -device rnic; 'info pci' after 2 s:"
+	@(sleep 2; printf 'info pci\nquit\n') | $(QEMU_BIN) -M q35 -accel tcg \
+	    -nodefaults -display none -device rnic -monitor stdio 2>&1 | \
+	    grep -v -e '^(qemu)' -e '^QEMU .* monitor'
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/obj-san

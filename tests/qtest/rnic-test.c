@@ -6,6 +6,7 @@
 #include "qemu/osdep.h"
 #include "libqtest.h"
 #include "libqos/pci-pc.h"
+#include "standard-headers/linux/pci_regs.h"
 #include "rnic/rnic-abi.h"
 
 typedef struct RnicTest {

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# `make check`: runs every test part even when an earlier one fails, keeps
+# each runner's own summary, and closes with one line counting them all.
+set -uo pipefail
+
+make=${MAKE:-make}
+logdir=build/check-logs
+mkdir -p "$logdir"
+passed=0
+failed=0
+status=0
+
+# Check prints "100%: Checks: N, Failures: F, Errors: E".
+count_check() {
+    local line n f e
+    line=$(grep -E '^[0-9]+%: Checks: ' "$1" | tail -n1)
+    [ -n "$line" ] || return 1
+    n=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$line")
+    f=$(sed -E 's/.*Failures: ([0-9]+).*/\1/' <<<"$line")
+    e=$(sed -E 's/.*Errors: ([0-9]+).*/\1/' <<<"$line")
+    passed=$((passed + n - f - e))
+    failed=$((failed + f + e))
+}
+
+# meson test prints "Ok: N" and "Fail: N" (and Timeout: N).
+count_meson() {
+    local ok fail to
+    ok=$(awk '/^Ok:/ { print $2 }' "$1" | tail -n1)
+    [ -n "$ok" ] || return 1
+    fail=$(awk '/^Fail:/ { print $2 }' "$1" | tail -n1)
+    to=$(awk '/^Timeout:/ { print $2 }' "$1" | tail -n1)
+    passed=$((passed + ok))
+    failed=$((failed + ${fail:-0} + ${to:-0}))
+}
+
+run_part() {    # run_part TARGET COUNTER
+    local log=$logdir/$1.log
+    $make --no-print-directory "$1" 2>&1 | tee "$log"
+    if [ "${PIPESTATUS[0]}" != 0 ]; then
+        status=1
+    fi
+    if ! "$2" "$log"; then
+        echo "check: $1 printed no summary (did it build?)"
+        failed=$((failed + 1))
+        status=1
+    fi
+}
+
+for part in "$@"; do
+    case $part in
+    check-unit) run_part check-unit count_check ;;
+    *) run_part "$part" count_meson ;;
+    esac
+done
+echo "check: $passed passed, $failed failed"
+exit $status
