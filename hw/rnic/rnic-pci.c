@@ -2,133 +2,136 @@
 /*
  * rnic: a software iWARP RDMA NIC as a PCI Express device.
  *
- * This file is the QEMU citizen only: PCI identity, BARs, properties,
- * reset.  The programming model is include/rnic/rnic-abi.h and
+ * This file is the QEMU citizen only: PCI identity, BARs, MSI-X,
+ * properties, reset.  The programming model is include/rnic/rnic-abi.h and
  * docs/spec.md; the wire protocol lives in the protocol core (core/).
  */
 #include "qemu/osdep.h"
-#include "qemu/log.h"
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
-#include "hw/pci/pci_device.h"
+#include "hw/pci/msix.h"
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
-#include "qom/object.h"
-#include "rnic/rnic-abi.h"
+#include "rnic.h"
 #include "rnic-core.h"
 #include "trace.h"
 
-#define TYPE_RNIC "rnic"
-OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
-
 #define RNIC_PCIE_CAP_OFFSET 0xe0
 
-struct RnicState {
-    PCIDevice parent_obj;
-
-    MemoryRegion regs;
-    uint32_t scratch;
-};
-
-static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
+void rnic_irq(RnicState *s, unsigned vector)
 {
-    RnicState *s = opaque;
-    uint64_t val;
+    PCIDevice *pdev = PCI_DEVICE(s);
 
-    switch (addr) {
-    case RNIC_REG_ID:
-        val = RNIC_ID_MAGIC;
-        break;
-    case RNIC_REG_VERSION:
-        val = RNIC_VERSION_VALUE;
-        break;
-    case RNIC_REG_SCRATCH:
-        val = s->scratch;
-        break;
-    default:
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "rnic: read of unknown register 0x%" HWADDR_PRIx
-                      ", returning 0\n", addr);
-        trace_rnic_err_reg_unknown("read", addr);
-        val = 0;
-        break;
-    }
-    trace_rnic_reg_read(addr, val);
-    return val;
-}
-
-static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
-                           unsigned size)
-{
-    RnicState *s = opaque;
-
-    trace_rnic_reg_write(addr, val);
-    switch (addr) {
-    case RNIC_REG_SCRATCH:
-        s->scratch = val;
-        break;
-    case RNIC_REG_ID:
-    case RNIC_REG_VERSION:
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "rnic: write 0x%" PRIx64 " to read-only register 0x%"
-                      HWADDR_PRIx " ignored\n", val, addr);
-        trace_rnic_err_reg_readonly(addr, val);
-        break;
-    default:
-        qemu_log_mask(LOG_GUEST_ERROR,
-                      "rnic: write 0x%" PRIx64 " to unknown register 0x%"
-                      HWADDR_PRIx " ignored\n", val, addr);
-        trace_rnic_err_reg_unknown("write", addr);
-        break;
+    if (msix_enabled(pdev)) {
+        trace_rnic_irq(vector);
+        msix_notify(pdev, vector);
     }
 }
 
-static const MemoryRegionOps rnic_reg_ops = {
-    .read = rnic_reg_read,
-    .write = rnic_reg_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 4, .max_access_size = 4 },
-    .impl = { .min_access_size = 4, .max_access_size = 4 },
-};
+/* The documented reset state (docs/spec.md "Reset"). */
+void rnic_soft_reset(RnicState *s)
+{
+    s->scratch = 0;
+    s->status = 0;
+    s->control = 0;
+    s->cmdq = (RnicRing) { 0 };
+    s->eq = (RnicRing) { 0 };
+    s->eq_dropped = 0;
+    trace_rnic_reset();
+}
+
+static void rnic_reset_hold(Object *obj, ResetType type)
+{
+    rnic_soft_reset(RNIC(obj));
+}
 
 static void rnic_realize(PCIDevice *pdev, Error **errp)
 {
     RnicState *s = RNIC(pdev);
 
+    if (s->mpa_rev != 1 && s->mpa_rev != 2) {
+        error_setg(errp, "rnic: mpa-rev must be 1 or 2");
+        return;
+    }
     memory_region_init_io(&s->regs, OBJECT(s), &rnic_reg_ops, s,
                           "rnic-regs", RNIC_BAR_REGS_SIZE);
     pci_register_bar(pdev, RNIC_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
                      &s->regs);
-    if (pcie_endpoint_cap_init(pdev, RNIC_PCIE_CAP_OFFSET) < 0) {
-        error_setg(errp, "rnic: cannot add the PCI Express capability");
+    if (msix_init_exclusive_bar(pdev, RNIC_MSIX_VECTORS, RNIC_BAR_MSIX,
+                                errp)) {
         return;
     }
+    for (unsigned v = 0; v < RNIC_MSIX_VECTORS; v++) {
+        msix_vector_use(pdev, v);
+    }
+    if (pcie_endpoint_cap_init(pdev, RNIC_PCIE_CAP_OFFSET) < 0) {
+        error_setg(errp, "rnic: cannot add the PCI Express capability");
+        msix_uninit_exclusive_bar(pdev);
+        return;
+    }
+    s->cmdq_bh = qemu_bh_new_guarded(rnic_cmdq_run, s,
+                                     &DEVICE(pdev)->mem_reentrancy_guard);
     trace_rnic_realize(rnic_core_version());
 }
 
 static void rnic_exit(PCIDevice *pdev)
 {
+    RnicState *s = RNIC(pdev);
+
+    qemu_bh_delete(s->cmdq_bh);
     pcie_cap_exit(pdev);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit_exclusive_bar(pdev);
 }
 
-static void rnic_reset_hold(Object *obj, ResetType type)
-{
-    RnicState *s = RNIC(obj);
+static const Property rnic_properties[] = {
+    DEFINE_PROP_UINT32("max-pds", RnicState, limits.max_pd, 256),
+    DEFINE_PROP_UINT32("max-mrs", RnicState, limits.max_mr, 4096),
+    DEFINE_PROP_UINT32("max-mws", RnicState, limits.max_mw, 1024),
+    DEFINE_PROP_UINT32("max-cqs", RnicState, limits.max_cq, 256),
+    DEFINE_PROP_UINT32("max-cqes", RnicState, limits.max_cqe, 4096),
+    DEFINE_PROP_UINT32("max-qps", RnicState, limits.max_qp, 256),
+    DEFINE_PROP_UINT32("max-qp-wrs", RnicState, limits.max_qp_wr, 1024),
+    DEFINE_PROP_UINT32("max-srqs", RnicState, limits.max_srq, 64),
+    DEFINE_PROP_UINT32("max-ird", RnicState, limits.max_ird, 16),
+    DEFINE_PROP_UINT32("max-ord", RnicState, limits.max_ord, 16),
+    DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),
+};
 
-    s->scratch = 0;
-    trace_rnic_reset();
-}
-
+/*
+ * Not migratable: live QPs own host TCP connections, which cannot move with
+ * the guest (docs/spec.md "Migration").
+ */
 static const VMStateDescription rnic_vmstate = {
     .name = "rnic",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_PCI_DEVICE(parent_obj, RnicState),
-        VMSTATE_UINT32(scratch, RnicState),
-        VMSTATE_END_OF_LIST()
-    },
+    .unmigratable = 1,
 };
+
+static void rnic_instance_init(Object *obj)
+{
+    static const struct {
+        const char *name, *desc;
+    } prop_desc[] = {
+        { "max-pds", "protection domains" },
+        { "max-mrs", "memory regions (also the STag index space)" },
+        { "max-mws", "memory windows" },
+        { "max-cqs", "completion queues" },
+        { "max-cqes", "entries per completion queue" },
+        { "max-qps", "queue pairs" },
+        { "max-qp-wrs", "entries per send or receive queue" },
+        { "max-srqs", "shared receive queues" },
+        { "max-ird", "inbound RDMA Reads per QP (IRD)" },
+        { "max-ord", "outbound RDMA Reads per QP (ORD)" },
+        { "mpa-rev", "MPA revision to offer: 1 or 2 (RFC 6581)" },
+    };
+
+    for (size_t i = 0; i < ARRAY_SIZE(prop_desc); i++) {
+        object_property_set_description(obj, prop_desc[i].name,
+                                        prop_desc[i].desc);
+    }
+}
 
 static void rnic_class_init(ObjectClass *klass, void *data)
 {
@@ -146,6 +149,7 @@ static void rnic_class_init(ObjectClass *klass, void *data)
     k->class_id = RNIC_PCI_CLASS;
     dc->desc = "Software iWARP RDMA NIC";
     dc->vmsd = &rnic_vmstate;
+    device_class_set_props(dc, rnic_properties);
     rc->phases.hold = rnic_reset_hold;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
@@ -154,6 +158,7 @@ static const TypeInfo rnic_info = {
     .name = TYPE_RNIC,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(RnicState),
+    .instance_init = rnic_instance_init,
     .class_init = rnic_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },

@@ -144,4 +144,350 @@ struct rnic_cmd {
     } u;
 };
 
+/* Command payloads: inputs, and outputs the device writes back. */
+struct rnic_cmd_query_device {      /* out: struct rnic_device_attr */
+    uint64_t attr_addr;             /* in: guest buffer, RNIC_DEVICE_ATTR_SIZE */
+};
+
+struct rnic_cmd_pd {                /* CREATE_PD (out), DESTROY_PD (in) */
+    uint32_t pdn;
+};
+
+/* Access flags of MRs, MWs and binds. */
+#define RNIC_ACCESS_LOCAL_READ      (1u << 0)
+#define RNIC_ACCESS_LOCAL_WRITE     (1u << 1)
+#define RNIC_ACCESS_REMOTE_READ     (1u << 2)
+#define RNIC_ACCESS_REMOTE_WRITE    (1u << 3)
+#define RNIC_ACCESS_REMOTE_ATOMIC   (1u << 4)
+#define RNIC_ACCESS_MW_BIND         (1u << 5)
+
+/* Invalidation policy of an STag (docs/spec.md "STags"). */
+#define RNIC_STAG_POLICY_DEFAULT    0   /* the device's stag-default */
+#define RNIC_STAG_POLICY_PERSISTENT 1
+#define RNIC_STAG_POLICY_ONE_SHOT   2
+#define RNIC_STAG_NO_REMOTE_INV     (1u << 7)   /* refuse Send with Invalidate */
+
+struct rnic_cmd_reg_mr {
+    uint32_t pdn;                   /* in */
+    uint32_t access;                /* in: RNIC_ACCESS_* */
+    uint64_t iova;                  /* in: tagged offset of the first byte */
+    uint64_t length;                /* in: bytes */
+    uint64_t pbl_addr;              /* in: array of npages u64 page addresses */
+    uint32_t npages;                /* in */
+    uint32_t first_byte_offset;     /* in: offset of iova in page 0 */
+    uint8_t  page_shift;            /* in: 12..21 */
+    uint8_t  key;                   /* in: low 8 bits of the STag */
+    uint8_t  policy;                /* in: RNIC_STAG_POLICY_* | flags */
+    uint8_t  rsvd;
+    uint32_t stag;                  /* out */
+};
+
+struct rnic_cmd_stag {              /* DEREG_MR, DEALLOC_MW, INVALIDATE (in) */
+    uint32_t stag;
+};
+
+struct rnic_cmd_alloc_mw {
+    uint32_t pdn;                   /* in */
+    uint8_t  type;                  /* in: 1 or 2 */
+    uint8_t  key;                   /* in */
+    uint16_t rsvd;
+    uint32_t stag;                  /* out */
+};
+
+struct rnic_cmd_bind_mw {           /* type 1 windows only */
+    uint32_t mw_stag;               /* in */
+    uint32_t mr_stag;               /* in */
+    uint64_t addr;                  /* in: tagged offset within the MR */
+    uint64_t length;                /* in */
+    uint32_t access;                /* in: RNIC_ACCESS_REMOTE_* */
+    uint8_t  key;                   /* in: new key of the window */
+    uint8_t  policy;                /* in: RNIC_STAG_POLICY_* | flags */
+    uint16_t rsvd;
+    uint32_t new_stag;              /* out */
+};
+
+struct rnic_cmd_create_cq {
+    uint64_t ring_addr;             /* in: 4 KiB aligned, contiguous */
+    uint8_t  log_size;              /* in: log2(entries) */
+    uint8_t  msix_vector;           /* in: 1..RNIC_MSIX_VECTORS-1 */
+    uint16_t rsvd;
+    uint32_t cqn;                   /* in: DESTROY_CQ; out: CREATE_CQ */
+};
+
+#define RNIC_NO_SRQ                 0xffffffffu
+
+struct rnic_cmd_create_qp {
+    uint32_t pdn;                   /* in */
+    uint32_t send_cqn;              /* in */
+    uint32_t recv_cqn;              /* in */
+    uint32_t srqn;                  /* in: or RNIC_NO_SRQ */
+    uint64_t sq_addr;               /* in: send ring, 4 KiB aligned */
+    uint64_t rq_addr;               /* in: receive ring (unused with SRQ) */
+    uint8_t  sq_log_size;           /* in */
+    uint8_t  rq_log_size;           /* in */
+    uint16_t rsvd;
+    uint32_t qpn;                   /* in: MODIFY/QUERY/DESTROY; out: CREATE */
+};
+
+enum rnic_qp_state {
+    RNIC_QP_IDLE        = 0,
+    RNIC_QP_RTS         = 1,
+    RNIC_QP_CLOSING     = 2,
+    RNIC_QP_TERMINATE   = 3,
+    RNIC_QP_ERROR       = 4,
+};
+
+#define RNIC_MODIFY_STATE           (1u << 0)
+#define RNIC_MODIFY_IRD_ORD         (1u << 1)
+
+struct rnic_cmd_modify_qp {
+    uint32_t qpn;                   /* in */
+    uint32_t mask;                  /* in: RNIC_MODIFY_* */
+    uint8_t  state;                 /* in: IDLE or ERROR (RTS comes from
+                                     * CONNECT/ACCEPT) */
+    uint8_t  rsvd[3];
+    uint16_t ird;                   /* in */
+    uint16_t ord;                   /* in */
+};
+
+struct rnic_cmd_query_qp {
+    uint32_t qpn;                   /* in */
+    uint8_t  state;                 /* out: enum rnic_qp_state */
+    uint8_t  term_layer_etype;      /* out: last Terminate, sent or received */
+    uint8_t  term_ecode;
+    uint8_t  term_received;         /* out: 1 received, 0 sent */
+    uint16_t ird;                   /* out */
+    uint16_t ord;                   /* out */
+    uint32_t conn_id;               /* out: 0 when not connected */
+    uint32_t sq_cons;               /* out: WQEs consumed */
+    uint32_t rq_cons;               /* out */
+};
+
+struct rnic_cmd_srq {
+    uint32_t pdn;                   /* in */
+    uint8_t  log_size;              /* in */
+    uint8_t  rsvd[3];
+    uint64_t ring_addr;             /* in */
+    uint32_t srqn;                  /* in: DESTROY; out: CREATE */
+};
+
+#define RNIC_AF_INET        4
+#define RNIC_AF_INET6       6
+
+struct rnic_sockaddr {
+    uint8_t  family;                /* RNIC_AF_INET or RNIC_AF_INET6 */
+    uint8_t  rsvd;
+    uint16_t port;                  /* host order of the device: LE */
+    uint8_t  addr[16];              /* IPv4 in addr[0..3], network order */
+};
+
+struct rnic_cmd_listen {
+    struct rnic_sockaddr local;     /* in; port 0 = pick one (out) */
+    uint32_t backlog;               /* in */
+    uint32_t listener_id;           /* in: UNLISTEN; out: LISTEN */
+};
+
+/* Connection parameters of CONNECT, ACCEPT and REJECT. */
+struct rnic_cmd_connect {
+    uint32_t qpn;                   /* in: CONNECT, ACCEPT */
+    uint32_t conn_id;               /* in: ACCEPT, REJECT; out: CONNECT */
+    struct rnic_sockaddr peer;      /* in: CONNECT */
+    uint16_t ird;                   /* in */
+    uint16_t ord;                   /* in */
+    uint16_t pdata_len;             /* in: <= RNIC_MAX_PDATA */
+    uint16_t rsvd;
+    uint64_t pdata_addr;            /* in: MPA private data to send */
+};
+
+#define RNIC_DISCONNECT_ABORT       (1u << 0)
+
+struct rnic_cmd_disconnect {
+    uint32_t qpn;                   /* in */
+    uint32_t flags;                 /* in: RNIC_DISCONNECT_* */
+};
+
+struct rnic_cmd_query_conn {        /* out: struct rnic_conn_info */
+    uint32_t conn_id;               /* in */
+    uint32_t rsvd;
+    uint64_t info_addr;             /* in: guest buffer, RNIC_CONN_INFO_SIZE */
+};
+
+#define RNIC_MAX_PDATA              512
+
+struct rnic_conn_info {
+    struct rnic_sockaddr local;
+    struct rnic_sockaddr peer;
+    uint16_t ird;                   /* peer's, from RFC 6581 private data */
+    uint16_t ord;
+    uint16_t pdata_len;
+    uint8_t  mpa_rev;
+    uint8_t  mpa_crc;               /* 1 when CRC32c is in use */
+    uint8_t  pdata[RNIC_MAX_PDATA]; /* the peer's private data */
+};
+
+struct rnic_device_attr {
+    uint32_t abi_version;           /* RNIC_VERSION_VALUE */
+    uint32_t max_pd;
+    uint32_t max_mr;                /* also the STag index space */
+    uint32_t max_mw;
+    uint32_t max_cq;
+    uint32_t max_cqe;               /* entries per CQ */
+    uint32_t max_qp;
+    uint32_t max_qp_wr;             /* entries per send or receive queue */
+    uint32_t max_srq;
+    uint32_t max_srq_wr;
+    uint32_t max_sge;               /* RNIC_MAX_SGE */
+    uint32_t max_ird;
+    uint32_t max_ord;
+    uint32_t max_pdata;             /* RNIC_MAX_PDATA */
+    uint64_t max_mr_size;
+    uint32_t page_size_cap;         /* bit n set: pages of 2^n bytes */
+    uint32_t msix_vectors;
+    uint32_t mpa_rev;               /* property mpa-rev */
+    uint32_t flags;                 /* RNIC_DEV_* */
+    uint8_t  rsvd[48];
+};
+
+#define RNIC_DEV_CRC_REQUIRED       (1u << 0)
+#define RNIC_DEV_MARKERS            (1u << 1)
+#define RNIC_DEV_STAG_ONE_SHOT      (1u << 2)   /* stag-default */
+
+/* ---- Work queues (docs/spec.md "Work requests") ------------------------- */
+#define RNIC_MAX_SGE        4
+
+struct rnic_sge {
+    uint64_t addr;                  /* tagged offset in the local STag */
+    uint32_t length;
+    uint32_t stag;                  /* local STag (lkey) */
+};
+
+enum rnic_wr_opcode {
+    RNIC_WR_SEND            = 0x00,
+    RNIC_WR_SEND_INV        = 0x01,
+    RNIC_WR_WRITE           = 0x02,
+    RNIC_WR_READ            = 0x03,
+    RNIC_WR_ATOMIC_FADD     = 0x04,
+    RNIC_WR_ATOMIC_CSWAP    = 0x05,
+    RNIC_WR_IMM_DATA        = 0x06,
+    RNIC_WR_LOCAL_INV       = 0x07,
+    RNIC_WR_BIND_MW         = 0x08,
+    RNIC_WR_RECV            = 0x80, /* completions only */
+};
+
+#define RNIC_WR_FLAG_SIGNALED   (1u << 0)   /* completion even on success */
+#define RNIC_WR_FLAG_SOLICITED  (1u << 1)   /* Send/Immediate with SE */
+#define RNIC_WR_FLAG_FENCE      (1u << 2)   /* wait for prior Reads */
+#define RNIC_WR_FLAG_INLINE     (1u << 3)   /* payload in the sge area */
+
+struct rnic_sq_wqe {
+    uint64_t wr_id;
+    uint8_t  opcode;                /* enum rnic_wr_opcode */
+    uint8_t  flags;                 /* RNIC_WR_FLAG_* */
+    uint8_t  num_sge;               /* or inline length in 16-byte units */
+    uint8_t  rsvd0;
+    uint32_t imm_or_stag;           /* immediate; STag to invalidate */
+    uint32_t remote_stag;           /* WRITE/READ/ATOMIC; MW for BIND_MW */
+    uint32_t bind_access;           /* BIND_MW: RNIC_ACCESS_* | key << 24 */
+    uint64_t remote_addr;           /* tagged offset at the peer */
+    uint64_t atomic_arg0;           /* add value, or compare value */
+    uint64_t atomic_arg1;           /* swap value */
+    uint8_t  rsvd1[16];
+    struct rnic_sge sge[RNIC_MAX_SGE];  /* BIND_MW: sge[0] = MR range */
+};
+
+struct rnic_rq_wqe {
+    uint64_t wr_id;
+    uint8_t  num_sge;
+    uint8_t  rsvd0[3];
+    uint32_t linked_stag;           /* invalidated when this buffer is used;
+                                     * 0 = none */
+    uint8_t  rsvd1[48];
+    struct rnic_sge sge[RNIC_MAX_SGE];
+};
+
+/* ---- Completions (docs/spec.md "Completions") --------------------------- */
+enum rnic_wc_status {
+    RNIC_WC_SUCCESS         = 0x00,
+    RNIC_WC_LOC_LEN_ERR     = 0x01, /* receive buffer too small, bad SGE */
+    RNIC_WC_LOC_QP_OP_ERR   = 0x02, /* malformed WQE */
+    RNIC_WC_LOC_PROT_ERR    = 0x03, /* local STag check failed */
+    RNIC_WC_WR_FLUSH_ERR    = 0x04, /* QP left RTS before this WR ran */
+    RNIC_WC_MW_BIND_ERR     = 0x05,
+    RNIC_WC_LOC_ACCESS_ERR  = 0x06, /* DMA to a local buffer failed */
+    RNIC_WC_REM_INV_REQ_ERR = 0x07, /* peer refused the request */
+    RNIC_WC_REM_ACCESS_ERR  = 0x08, /* peer's STag check failed */
+    RNIC_WC_REM_OP_ERR      = 0x09, /* peer reported an operation error */
+    RNIC_WC_BAD_RESP_ERR    = 0x0a, /* unexpected response */
+    RNIC_WC_FATAL_ERR       = 0x0b, /* connection lost */
+};
+
+#define RNIC_WC_FLAG_WITH_INV   (1u << 0)   /* invalidated_stag is valid */
+#define RNIC_WC_FLAG_WITH_IMM   (1u << 1)   /* imm is valid */
+#define RNIC_WC_FLAG_SOLICITED  (1u << 2)
+
+struct rnic_cqe {
+    uint64_t wr_id;
+    uint32_t byte_len;
+    uint32_t qpn;
+    uint32_t imm;
+    uint32_t invalidated_stag;
+    uint8_t  status;                /* enum rnic_wc_status */
+    uint8_t  opcode;                /* enum rnic_wr_opcode */
+    uint8_t  flags;                 /* RNIC_WC_FLAG_* */
+    uint8_t  phase;                 /* bit 0: 1 on the 1st pass, 0 on the 2nd */
+    uint32_t rsvd;
+};
+
+/* ---- Events (docs/spec.md "Events") ------------------------------------- */
+enum rnic_event_type {
+    RNIC_EV_CONN_REQUEST    = 0x01, /* id: conn; arg0: listener; arg1: pdata len */
+    RNIC_EV_CONN_ESTABLISHED = 0x02, /* id: qpn; arg0: conn */
+    RNIC_EV_CONN_REJECTED   = 0x03, /* id: qpn; arg0: conn; arg1: pdata len */
+    RNIC_EV_CONN_ERROR      = 0x04, /* id: qpn or conn; arg0: errno */
+    RNIC_EV_CONN_CLOSED     = 0x05, /* id: qpn; arg0: 1 if abortive */
+    RNIC_EV_QP_ERROR        = 0x06, /* id: qpn; arg0: reason */
+    RNIC_EV_TERM_RECEIVED   = 0x07, /* id: qpn; arg0: layer/etype; arg1: ecode */
+    RNIC_EV_TERM_SENT       = 0x08, /* id: qpn; arg0: layer/etype; arg1: ecode */
+    RNIC_EV_CQ_OVERFLOW     = 0x09, /* id: cqn */
+    RNIC_EV_FATAL           = 0x0a, /* arg0: reason */
+};
+
+/* The listener id of connections handed in by the host (seed 004). */
+#define RNIC_LISTENER_HANDED_IN     0xffffffffu
+
+struct rnic_event {
+    uint8_t  type;                  /* enum rnic_event_type */
+    uint8_t  rsvd[2];
+    uint8_t  phase;                 /* as in struct rnic_cqe */
+    uint32_t id;
+    uint32_t arg0;
+    uint32_t arg1;
+    uint64_t timestamp_ns;          /* QEMU_CLOCK_VIRTUAL */
+    uint64_t rsvd1;
+};
+
+/* ---- Sizes, checked where the compiler allows it ------------------------ */
+#define RNIC_DEVICE_ATTR_SIZE   128
+#define RNIC_CONN_INFO_SIZE     (2 * 20 + 8 + RNIC_MAX_PDATA)
+#define RNIC_SQ_WQE_SIZE        128
+#define RNIC_RQ_WQE_SIZE        128
+#define RNIC_CQE_SIZE           32
+#define RNIC_EVENT_SIZE         32
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+_Static_assert(sizeof(struct rnic_cmd) == RNIC_CMD_SIZE, "cmd");
+_Static_assert(sizeof(struct rnic_cmd_reg_mr) <= RNIC_CMD_PAYLOAD, "reg_mr");
+_Static_assert(sizeof(struct rnic_cmd_bind_mw) <= RNIC_CMD_PAYLOAD, "bind_mw");
+_Static_assert(sizeof(struct rnic_cmd_create_qp) <= RNIC_CMD_PAYLOAD, "qp");
+_Static_assert(sizeof(struct rnic_cmd_query_qp) <= RNIC_CMD_PAYLOAD, "qqp");
+_Static_assert(sizeof(struct rnic_cmd_listen) <= RNIC_CMD_PAYLOAD, "listen");
+_Static_assert(sizeof(struct rnic_cmd_connect) <= RNIC_CMD_PAYLOAD, "conn");
+_Static_assert(sizeof(struct rnic_device_attr) == RNIC_DEVICE_ATTR_SIZE, "attr");
+_Static_assert(sizeof(struct rnic_conn_info) == RNIC_CONN_INFO_SIZE, "info");
+_Static_assert(sizeof(struct rnic_sq_wqe) == RNIC_SQ_WQE_SIZE, "sq wqe");
+_Static_assert(sizeof(struct rnic_rq_wqe) == RNIC_RQ_WQE_SIZE, "rq wqe");
+_Static_assert(sizeof(struct rnic_cqe) == RNIC_CQE_SIZE, "cqe");
+_Static_assert(sizeof(struct rnic_event) == RNIC_EVENT_SIZE, "event");
+#endif
+
 #endif /* RNIC_ABI_H */

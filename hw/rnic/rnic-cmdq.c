@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The command queue: descriptors fetched by DMA, executed in order in a
+ * bottom half (never on the vCPU that rang the doorbell), results written
+ * back into the same slot with the status last.
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "rnic.h"
+#include "trace.h"
+
+typedef uint16_t RnicCmdFn(RnicState *s, struct rnic_cmd *cmd);
+
+typedef struct RnicCmdDesc {
+    const char *name;
+    RnicCmdFn *fn;
+} RnicCmdDesc;
+
+static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_query_device *in = (void *)cmd->u.raw;
+    struct rnic_device_attr attr = {
+        .abi_version = cpu_to_le32(RNIC_VERSION_VALUE),
+        .max_pd = cpu_to_le32(s->limits.max_pd),
+        .max_mr = cpu_to_le32(s->limits.max_mr),
+        .max_mw = cpu_to_le32(s->limits.max_mw),
+        .max_cq = cpu_to_le32(s->limits.max_cq),
+        .max_cqe = cpu_to_le32(s->limits.max_cqe),
+        .max_qp = cpu_to_le32(s->limits.max_qp),
+        .max_qp_wr = cpu_to_le32(s->limits.max_qp_wr),
+        .max_srq = cpu_to_le32(s->limits.max_srq),
+        .max_srq_wr = cpu_to_le32(s->limits.max_qp_wr),
+        .max_sge = cpu_to_le32(RNIC_MAX_SGE),
+        .max_ird = cpu_to_le32(s->limits.max_ird),
+        .max_ord = cpu_to_le32(s->limits.max_ord),
+        .max_pdata = cpu_to_le32(RNIC_MAX_PDATA),
+        .max_mr_size = cpu_to_le64(UINT32_MAX),
+        .page_size_cap = cpu_to_le32((1u << 12) | (1u << 21)),
+        .msix_vectors = cpu_to_le32(RNIC_MSIX_VECTORS),
+        .mpa_rev = cpu_to_le32(s->mpa_rev),
+    };
+
+    if (pci_dma_write(PCI_DEVICE(s), le64_to_cpu(in->attr_addr), &attr,
+                      sizeof(attr))) {
+        return RNIC_CMD_ERR_DMA;
+    }
+    return RNIC_CMD_OK;
+}
+
+static const RnicCmdDesc rnic_cmds[] = {
+    [RNIC_CMD_QUERY_DEVICE] = { "QUERY_DEVICE", rnic_cmd_query_device },
+    [RNIC_CMD_CREATE_PD] = { "CREATE_PD" },
+    [RNIC_CMD_DESTROY_PD] = { "DESTROY_PD" },
+    [RNIC_CMD_REG_MR] = { "REG_MR" },
+    [RNIC_CMD_DEREG_MR] = { "DEREG_MR" },
+    [RNIC_CMD_ALLOC_MW] = { "ALLOC_MW" },
+    [RNIC_CMD_BIND_MW] = { "BIND_MW" },
+    [RNIC_CMD_DEALLOC_MW] = { "DEALLOC_MW" },
+    [RNIC_CMD_CREATE_CQ] = { "CREATE_CQ" },
+    [RNIC_CMD_DESTROY_CQ] = { "DESTROY_CQ" },
+    [RNIC_CMD_CREATE_QP] = { "CREATE_QP" },
+    [RNIC_CMD_MODIFY_QP] = { "MODIFY_QP" },
+    [RNIC_CMD_QUERY_QP] = { "QUERY_QP" },
+    [RNIC_CMD_DESTROY_QP] = { "DESTROY_QP" },
+    [RNIC_CMD_CREATE_SRQ] = { "CREATE_SRQ" },
+    [RNIC_CMD_DESTROY_SRQ] = { "DESTROY_SRQ" },
+    [RNIC_CMD_LISTEN] = { "LISTEN" },
+    [RNIC_CMD_UNLISTEN] = { "UNLISTEN" },
+    [RNIC_CMD_CONNECT] = { "CONNECT" },
+    [RNIC_CMD_ACCEPT] = { "ACCEPT" },
+    [RNIC_CMD_REJECT] = { "REJECT" },
+    [RNIC_CMD_DISCONNECT] = { "DISCONNECT" },
+    [RNIC_CMD_QUERY_CONN] = { "QUERY_CONN" },
+    [RNIC_CMD_INVALIDATE] = { "INVALIDATE" },
+};
+
+const char *rnic_cmd_name(uint8_t opcode)
+{
+    if (opcode < ARRAY_SIZE(rnic_cmds) && rnic_cmds[opcode].name) {
+        return rnic_cmds[opcode].name;
+    }
+    return "UNKNOWN";
+}
+
+static uint16_t rnic_cmd_execute(RnicState *s, struct rnic_cmd *cmd)
+{
+    const RnicCmdDesc *d = cmd->opcode < ARRAY_SIZE(rnic_cmds) ?
+                           &rnic_cmds[cmd->opcode] : NULL;
+
+    if (!d || !d->fn) {
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: command opcode 0x%02x (%s) "
+                      "not supported\n", cmd->opcode,
+                      rnic_cmd_name(cmd->opcode));
+        return RNIC_CMD_ERR_OPCODE;
+    }
+    return d->fn(s, cmd);
+}
+
+/* A descriptor we cannot even read leaves nowhere to put a status. */
+static void rnic_cmdq_fatal(RnicState *s, uint64_t addr)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: command descriptor at 0x%" PRIx64
+                  " is not readable by DMA; command queue stopped\n", addr);
+    trace_rnic_err_cmd_dma(addr);
+    s->status |= RNIC_STATUS_FATAL;
+    rnic_eq_post(s, RNIC_EV_FATAL, 0, RNIC_CMD_ERR_DMA, 0);
+}
+
+void rnic_cmdq_run(void *opaque)
+{
+    RnicState *s = opaque;
+    uint32_t budget = rnic_ring_entries(&s->cmdq);
+    bool irq = false;
+
+    if (s->cmdq.prod - s->cmdq.cons > budget) {
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: command producer index %u is "
+                      "more than a ring ahead of %u; running one ring\n",
+                      s->cmdq.prod, s->cmdq.cons);
+    }
+    while (s->cmdq.cons != s->cmdq.prod && budget-- &&
+           !(s->status & RNIC_STATUS_FATAL)) {
+        uint64_t addr = s->cmdq.base + (uint64_t)(s->cmdq.cons &
+                        (rnic_ring_entries(&s->cmdq) - 1)) * RNIC_CMD_SIZE;
+        struct rnic_cmd cmd;
+        uint16_t status;
+
+        if (pci_dma_read(PCI_DEVICE(s), addr, &cmd, sizeof(cmd))) {
+            rnic_cmdq_fatal(s, addr);
+            break;
+        }
+        status = rnic_cmd_execute(s, &cmd);
+        trace_rnic_cmd(s->cmdq.cons, rnic_cmd_name(cmd.opcode), cmd.opcode,
+                       status);
+        cmd.status = cpu_to_le16(status);
+        /* Outputs first, status last: the driver polls the status. */
+        if (pci_dma_write(PCI_DEVICE(s), addr + 8, cmd.u.raw,
+                          sizeof(cmd.u.raw)) ||
+            pci_dma_write(PCI_DEVICE(s), addr + 2, &cmd.status,
+                          sizeof(cmd.status))) {
+            rnic_cmdq_fatal(s, addr);
+            break;
+        }
+        s->cmdq.cons++;
+        irq |= cmd.flags & RNIC_CMD_FLAG_IRQ;
+    }
+    if (irq) {
+        rnic_irq(s, RNIC_MSIX_VEC_ADMIN);
+    }
+}
+
+void rnic_cmdq_kick(RnicState *s)
+{
+    qemu_bh_schedule(s->cmdq_bh);
+}

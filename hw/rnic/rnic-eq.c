@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The event queue: asynchronous events (connections, QP errors,
+ * Terminates, CQ overflow) written to a ring in guest memory with a phase
+ * bit, signalled on the admin MSI-X vector.
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/timer.h"
+#include "rnic.h"
+#include "trace.h"
+
+void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
+                  uint32_t arg1)
+{
+    RnicRing *eq = &s->eq;
+    uint32_t n = rnic_ring_entries(eq);
+    struct rnic_event ev = {
+        .type = type,
+        .phase = ((eq->prod >> eq->log_size) & 1) ^ 1,
+        .id = cpu_to_le32(id),
+        .arg0 = cpu_to_le32(arg0),
+        .arg1 = cpu_to_le32(arg1),
+        .timestamp_ns = cpu_to_le64(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)),
+    };
+    uint64_t addr;
+
+    trace_rnic_event(type, id, arg0, arg1);
+    if (!(s->status & RNIC_STATUS_READY)) {
+        return;
+    }
+    if (eq->prod - eq->cons >= n) {
+        /* The driver has not consumed: keep what it has not read yet. */
+        s->status |= RNIC_STATUS_EQ_OVERFLOW;
+        s->eq_dropped++;
+        trace_rnic_err_eq_overflow(type, id);
+        return;
+    }
+    addr = eq->base + (uint64_t)(eq->prod & (n - 1)) * RNIC_EVENT_SIZE;
+    if (pci_dma_write(PCI_DEVICE(s), addr, &ev, sizeof(ev))) {
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: event ring at 0x%" PRIx64
+                      " is not writable by DMA; event dropped\n", addr);
+        s->eq_dropped++;
+        return;
+    }
+    eq->prod++;
+    rnic_irq(s, RNIC_MSIX_VEC_ADMIN);
+}

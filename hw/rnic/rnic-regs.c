@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * BAR 0 of rnic: identification, control, the command and event rings and
+ * the doorbells (layout: include/rnic/rnic-abi.h, docs/spec.md).
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "rnic.h"
+#include "trace.h"
+
+#define RNIC_RING_LOG_MIN 1
+#define RNIC_RING_LOG_MAX 12
+
+static void rnic_guest_error(uint64_t addr, uint64_t val, const char *why)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: register 0x%03" PRIx64
+                  " value 0x%" PRIx64 ": %s\n", addr, val, why);
+    trace_rnic_err_reg(addr, val, why);
+}
+
+static bool rnic_ring_valid(const RnicRing *r)
+{
+    return r->base && !(r->base & 0xfff) &&
+           r->log_size >= RNIC_RING_LOG_MIN && r->log_size <= RNIC_RING_LOG_MAX;
+}
+
+static void rnic_set_control(RnicState *s, uint32_t val)
+{
+    if (val & RNIC_CONTROL_RESET) {
+        rnic_soft_reset(s);
+        return;
+    }
+    if (!(val & RNIC_CONTROL_ENABLE)) {
+        s->control = 0;
+        s->status &= ~RNIC_STATUS_READY;
+        return;
+    }
+    if (!rnic_ring_valid(&s->cmdq) || !rnic_ring_valid(&s->eq)) {
+        rnic_guest_error(RNIC_REG_CONTROL, val,
+                         "enable refused: command or event ring base/size "
+                         "invalid (4 KiB aligned, log size 1..12)");
+        return;
+    }
+    s->control = RNIC_CONTROL_ENABLE;
+    s->status |= RNIC_STATUS_READY;
+    trace_rnic_enable(s->cmdq.base, s->cmdq.log_size, s->eq.base,
+                      s->eq.log_size);
+}
+
+/* Ring geometry may change only while the device is disabled. */
+static void rnic_ring_reg_write(RnicState *s, hwaddr addr, uint32_t val)
+{
+    RnicRing *r = addr < RNIC_REG_EQ_BASE_LO ? &s->cmdq : &s->eq;
+    hwaddr reg = addr < RNIC_REG_EQ_BASE_LO ? addr - RNIC_REG_CMDQ_BASE_LO
+                                            : addr - RNIC_REG_EQ_BASE_LO;
+
+    if (s->status & RNIC_STATUS_READY) {
+        rnic_guest_error(addr, val, "ring registers are fixed while enabled");
+        return;
+    }
+    switch (reg) {
+    case 0:
+        r->base = deposit64(r->base, 0, 32, val);
+        break;
+    case 4:
+        r->base = deposit64(r->base, 32, 32, val);
+        break;
+    case 8:
+        r->log_size = val;
+        break;
+    }
+}
+
+static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
+{
+    RnicState *s = opaque;
+    uint64_t val = 0;
+
+    switch (addr) {
+    case RNIC_REG_ID:
+        val = RNIC_ID_MAGIC;
+        break;
+    case RNIC_REG_VERSION:
+        val = RNIC_VERSION_VALUE;
+        break;
+    case RNIC_REG_SCRATCH:
+        val = s->scratch;
+        break;
+    case RNIC_REG_STATUS:
+        val = s->status;
+        break;
+    case RNIC_REG_CONTROL:
+        val = s->control;
+        break;
+    case RNIC_REG_CMDQ_BASE_LO:
+        val = (uint32_t)s->cmdq.base;
+        break;
+    case RNIC_REG_CMDQ_BASE_HI:
+        val = s->cmdq.base >> 32;
+        break;
+    case RNIC_REG_CMDQ_LOG_SIZE:
+        val = s->cmdq.log_size;
+        break;
+    case RNIC_REG_CMDQ_CONS:
+        val = s->cmdq.cons;
+        break;
+    case RNIC_REG_EQ_BASE_LO:
+        val = (uint32_t)s->eq.base;
+        break;
+    case RNIC_REG_EQ_BASE_HI:
+        val = s->eq.base >> 32;
+        break;
+    case RNIC_REG_EQ_LOG_SIZE:
+        val = s->eq.log_size;
+        break;
+    case RNIC_REG_EQ_CONS:
+        val = s->eq.cons;
+        break;
+    case RNIC_REG_EQ_PROD:
+        val = s->eq.prod;
+        break;
+    default:
+        rnic_guest_error(addr, 0, "read of a write-only or unknown "
+                         "register returns 0");
+        break;
+    }
+    trace_rnic_reg_read(addr, val);
+    return val;
+}
+
+static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    RnicState *s = opaque;
+
+    trace_rnic_reg_write(addr, val);
+    switch (addr) {
+    case RNIC_REG_SCRATCH:
+        s->scratch = val;
+        return;
+    case RNIC_REG_CONTROL:
+        rnic_set_control(s, val);
+        return;
+    case RNIC_REG_CMDQ_PROD:
+        if (!(s->status & RNIC_STATUS_READY)) {
+            rnic_guest_error(addr, val, "command doorbell while disabled "
+                             "ignored");
+            return;
+        }
+        s->cmdq.prod = val;
+        rnic_cmdq_kick(s);
+        return;
+    case RNIC_REG_EQ_CONS:
+        s->eq.cons = val;
+        return;
+    case RNIC_REG_CMDQ_BASE_LO ... RNIC_REG_CMDQ_LOG_SIZE:
+    case RNIC_REG_EQ_BASE_LO ... RNIC_REG_EQ_LOG_SIZE:
+        rnic_ring_reg_write(s, addr, val);
+        return;
+    case RNIC_REG_ID:
+    case RNIC_REG_VERSION:
+    case RNIC_REG_STATUS:
+    case RNIC_REG_CMDQ_CONS:
+    case RNIC_REG_EQ_PROD:
+        rnic_guest_error(addr, val, "write to a read-only register ignored");
+        return;
+    default:
+        rnic_guest_error(addr, val, "write to an unknown register ignored");
+        return;
+    }
+}
+
+const MemoryRegionOps rnic_reg_ops = {
+    .read = rnic_reg_read,
+    .write = rnic_reg_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 4, .max_access_size = 4 },
+    .impl = { .min_access_size = 4, .max_access_size = 4 },
+};
