@@ -11,6 +11,14 @@ int main(void)
 {
     Suite *(*const suites[])(void) = {
         version_suite,
+        crc32c_suite,
+        mpa_suite,
+        fpdu_suite,
+        captures_suite,
+        cq_suite,
+        qp_suite,
+        qpn_suite,
+        stag_suite,
     };
     SRunner *sr = srunner_create(NULL);
     int failed;

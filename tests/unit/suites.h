@@ -6,5 +6,13 @@
 #include <check.h>
 
 Suite *version_suite(void);
+Suite *crc32c_suite(void);
+Suite *mpa_suite(void);
+Suite *fpdu_suite(void);
+Suite *captures_suite(void);
+Suite *cq_suite(void);
+Suite *qp_suite(void);
+Suite *qpn_suite(void);
+Suite *stag_suite(void);
 
 #endif

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QP number allocation with timewait.
+ *
+ * Two FIFOs threaded through one array, linked by number (0, never a valid
+ * QPN, ends a list): the free list, and the timewait list in order of
+ * freeing.  With one fixed interval that is also the order of expiry, so
+ * expired numbers are always at the timewait head and move to the free
+ * tail: each number moves once per use, hence O(1) amortised.  Taking from
+ * the free head and appending at its tail is what makes the rotation.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include "qpn.h"
+
+enum rnic_qpn_state {
+    QPN_FREE,
+    QPN_LIVE,
+    QPN_TIMEWAIT,
+};
+
+struct rnic_qpn_entry {
+    void *qp;
+    uint64_t expires;           /* ms, while in timewait */
+    uint32_t next;
+    uint8_t state;
+};
+
+struct rnic_qpn_list {
+    uint32_t head;
+    uint32_t tail;
+};
+
+struct rnic_qpn_table {
+    struct rnic_qpn_entry *e;
+    uint32_t max;
+    uint32_t timewait_ms;
+    rnic_clock_ms_fn *clock;
+    void *opaque;
+    struct rnic_qpn_list free;
+    struct rnic_qpn_list timewait;
+};
+
+static void rnic_qpn_append(struct rnic_qpn_table *t, struct rnic_qpn_list *l,
+                            uint32_t qpn)
+{
+    t->e[qpn].next = 0;
+    if (l->tail) {
+        t->e[l->tail].next = qpn;
+    } else {
+        l->head = qpn;
+    }
+    l->tail = qpn;
+}
+
+static uint32_t rnic_qpn_take(struct rnic_qpn_table *t,
+                              struct rnic_qpn_list *l)
+{
+    uint32_t qpn = l->head;
+
+    if (qpn) {
+        l->head = t->e[qpn].next;
+        if (!l->head) {
+            l->tail = 0;
+        }
+    }
+    return qpn;
+}
+
+struct rnic_qpn_table *rnic_qpn_table_new(uint32_t max, uint32_t timewait_ms,
+                                          rnic_clock_ms_fn *clock,
+                                          void *opaque)
+{
+    struct rnic_qpn_table *t;
+
+    if (max < 2 || !clock) {
+        return NULL;
+    }
+    t = calloc(1, sizeof(*t));
+    if (!t) {
+        return NULL;
+    }
+    t->e = calloc(max, sizeof(*t->e));
+    if (!t->e) {
+        free(t);
+        return NULL;
+    }
+    t->max = max;
+    t->timewait_ms = timewait_ms;
+    t->clock = clock;
+    t->opaque = opaque;
+    for (uint32_t qpn = 1; qpn < max; qpn++) {
+        rnic_qpn_append(t, &t->free, qpn);
+    }
+    return t;
+}
+
+void rnic_qpn_table_free(struct rnic_qpn_table *t)
+{
+    if (t) {
+        free(t->e);
+        free(t);
+    }
+}
+
+static bool rnic_qpn_expired(const struct rnic_qpn_table *t, uint32_t qpn,
+                             uint64_t now)
+{
+    return now >= t->e[qpn].expires;
+}
+
+static void rnic_qpn_expire(struct rnic_qpn_table *t, uint64_t now)
+{
+    while (t->timewait.head && rnic_qpn_expired(t, t->timewait.head, now)) {
+        uint32_t qpn = rnic_qpn_take(t, &t->timewait);
+
+        t->e[qpn].state = QPN_FREE;
+        rnic_qpn_append(t, &t->free, qpn);
+    }
+}
+
+int rnic_qpn_alloc(struct rnic_qpn_table *t, void *qp, uint32_t *qpn)
+{
+    uint32_t n;
+
+    rnic_qpn_expire(t, t->clock(t->opaque));
+    n = rnic_qpn_take(t, &t->free);
+    if (!n) {
+        return t->timewait.head ? -EAGAIN : -ENOSPC;
+    }
+    t->e[n].state = QPN_LIVE;
+    t->e[n].qp = qp;
+    *qpn = n;
+    return 0;
+}
+
+int rnic_qpn_free(struct rnic_qpn_table *t, uint32_t qpn)
+{
+    if (qpn == 0 || qpn >= t->max || t->e[qpn].state != QPN_LIVE) {
+        return -EINVAL;
+    }
+    t->e[qpn].state = QPN_TIMEWAIT;
+    t->e[qpn].qp = NULL;
+    t->e[qpn].expires = t->clock(t->opaque) + t->timewait_ms;
+    rnic_qpn_append(t, &t->timewait, qpn);
+    return 0;
+}
+
+enum rnic_qpn_lookup rnic_qpn_lookup(struct rnic_qpn_table *t, uint32_t qpn,
+                                     void **qp)
+{
+    *qp = NULL;
+    if (qpn == 0 || qpn >= t->max) {
+        return RNIC_QPN_FREE;
+    }
+    switch (t->e[qpn].state) {
+    case QPN_LIVE:
+        *qp = t->e[qpn].qp;
+        return RNIC_QPN_LIVE;
+    case QPN_TIMEWAIT:
+        /* Still queued for recycling, but the interval is what counts. */
+        return rnic_qpn_expired(t, qpn, t->clock(t->opaque))
+               ? RNIC_QPN_FREE : RNIC_QPN_TIMEWAIT;
+    default:
+        return RNIC_QPN_FREE;
+    }
+}
+
+const char *rnic_qpn_lookup_str(enum rnic_qpn_lookup result)
+{
+    switch (result) {
+    case RNIC_QPN_FREE:
+        return "FREE";
+    case RNIC_QPN_LIVE:
+        return "LIVE";
+    case RNIC_QPN_TIMEWAIT:
+        return "TIMEWAIT";
+    default:
+        return "?";
+    }
+}

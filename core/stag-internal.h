@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What stag.c, mr.c and mw.c share about the protection table; nothing
+ * outside those three files includes this.
+ */
+#ifndef RNIC_STAG_INTERNAL_H
+#define RNIC_STAG_INTERNAL_H
+
+#include "stag.h"
+
+/* A page list that is not one contiguous guest range. */
+struct rnic_page_list {
+    uint32_t npages;
+    uint32_t first_byte_offset;
+    uint8_t page_shift;
+    uint64_t addr[];
+};
+
+enum rnic_entry_state {
+    RNIC_ENTRY_FREE = 0,            /* on the free list, or never used */
+    RNIC_ENTRY_INVALID,             /* allocated, refused by resolve */
+    RNIC_ENTRY_VALID,
+};
+
+enum rnic_entry_flags {
+    RNIC_ENTRY_ONE_SHOT   = 1u << 0,
+    RNIC_ENTRY_REMOTE_INV = 1u << 1,
+    RNIC_ENTRY_PAGE_LIST  = 1u << 2, /* u.mr.list, else u.mr.addr */
+};
+
+/*
+ * One slot of the STag table.  Kept at 48 bytes: a million of them is the
+ * expected size, so a region whose pages are contiguous (the common one-
+ * page case included) stores its guest address inline instead of a list.
+ */
+struct rnic_stag_entry {
+    uint64_t base_to;
+    uint64_t length;
+    union {
+        struct {
+            union {
+                uint64_t addr;      /* guest address of the first byte */
+                struct rnic_page_list *list;
+            };
+            uint32_t windows;       /* bound windows: blocks invalidation */
+        } mr;
+        struct {
+            uint32_t mr_index;
+            uint32_t qpn;           /* type 2 only */
+        } mw;
+    } u;
+    uint32_t pd;
+    /* free: next free index (0 ends); in use: receive link node + 1 */
+    uint32_t link;
+    uint8_t key;
+    uint8_t state;                  /* enum rnic_entry_state */
+    uint8_t kind;                   /* enum rnic_stag_kind */
+    uint8_t flags;                  /* enum rnic_entry_flags */
+    uint8_t access;                 /* enum rnic_access */
+};
+
+struct rnic_pd_slot {
+    uint32_t refs;
+    bool used;
+};
+
+/* A receive buffer's claim on an STag; chained per hash bucket. */
+struct rnic_recv_link {
+    uint64_t recv_id;
+    uint32_t stag;
+    uint32_t next;                  /* node + 1, 0 ends */
+};
+
+struct rnic_stag_table {
+    struct rnic_stag_entry *entries;    /* [0] never used: STag 0 invalid */
+    uint32_t max_stags;
+    uint32_t fresh;                 /* lowest index never handed out */
+    uint32_t free_head;             /* released indices, oldest first */
+    uint32_t free_tail;
+    bool default_one_shot;
+
+    struct rnic_pd_slot *pds;       /* [0] never used */
+    uint32_t max_pds;
+    uint32_t pd_cursor;
+
+    struct rnic_recv_link *links;
+    uint32_t max_links;
+    uint32_t link_free;             /* node + 1, 0 when exhausted */
+    uint32_t *buckets;              /* node + 1, 0 when empty */
+    uint32_t bucket_mask;
+
+    size_t page_list_bytes;
+};
+
+/* The allocated entry @stag names (any state but FREE), key checked. */
+struct rnic_stag_entry *rnic_stag_entry_get(const struct rnic_stag_table *t,
+                                            uint32_t stag);
+enum rnic_stag_status rnic_stag_index_alloc(struct rnic_stag_table *t,
+                                            uint8_t key, uint32_t *index);
+void rnic_stag_index_release(struct rnic_stag_table *t, uint32_t index);
+/* Drops the entry's receive link and window binding; state INVALID. */
+void rnic_stag_entry_invalidate(struct rnic_stag_table *t,
+                                struct rnic_stag_entry *e);
+void rnic_stag_unlink_recv(struct rnic_stag_table *t,
+                           struct rnic_stag_entry *e);
+uint8_t rnic_stag_policy_flags(const struct rnic_stag_table *t,
+                               enum rnic_stag_policy policy,
+                               bool remote_invalidate);
+/* TO wrap and base/bounds of [to, to + len) against entry @e. */
+enum rnic_stag_status rnic_stag_range_check(const struct rnic_stag_entry *e,
+                                            uint64_t to, uint64_t len);
+
+#endif /* RNIC_STAG_INTERNAL_H */

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The protection tables: protection domains, memory regions, memory windows
+ * and the STag checks every tagged placement and every local SGE goes
+ * through.
+ *
+ * An STag is a 24-bit index into a preallocated table plus an 8-bit key the
+ * consumer chooses; re-registering or re-binding changes the key so that an
+ * STag the peer still holds from before is refused.  The tagged offset (TO)
+ * space of a region is the one the consumer registered (iWARP uses the
+ * virtual address); a window lives in the TO space of its region.
+ *
+ * STags are ONE_SHOT (the RNIC invalidates them itself after the last DDP
+ * segment of the first RDMAP message that targets them) or PERSISTENT (only
+ * the consumer or an accepted Send with Invalidate invalidates them).  Any
+ * STag can also be linked to one posted receive buffer and is invalidated
+ * when that buffer is consumed.
+ *
+ * Single-threaded: the caller serialises every call on one table.  A
+ * struct rnic_mem_ref stays usable until the next call that modifies the
+ * table.
+ */
+#ifndef RNIC_STAG_H
+#define RNIC_STAG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "dma.h"
+
+#define RNIC_STAG_INDEX_BITS    24
+#define RNIC_STAG_MAX_INDEX     ((1u << RNIC_STAG_INDEX_BITS) - 1)
+
+/* Smallest and largest page size of a region's page list. */
+#define RNIC_MR_MIN_PAGE_SHIFT  12
+#define RNIC_MR_MAX_PAGE_SHIFT  21
+
+static inline uint32_t rnic_stag_make(uint32_t index, uint8_t key)
+{
+    return (index << 8) | key;
+}
+
+static inline uint32_t rnic_stag_index(uint32_t stag)
+{
+    return stag >> 8;
+}
+
+static inline uint8_t rnic_stag_key(uint32_t stag)
+{
+    return stag & 0xff;
+}
+
+/*
+ * The same index with the next key: what a consumer passes to a
+ * re-registration or re-bind so that the previous STag goes stale.
+ */
+static inline uint32_t rnic_stag_next_key(uint32_t stag)
+{
+    return rnic_stag_make(rnic_stag_index(stag),
+                          (uint8_t)(rnic_stag_key(stag) + 1));
+}
+
+enum rnic_access {
+    RNIC_ACCESS_LOCAL_READ    = 1u << 0,
+    RNIC_ACCESS_LOCAL_WRITE   = 1u << 1,
+    RNIC_ACCESS_REMOTE_READ   = 1u << 2,
+    RNIC_ACCESS_REMOTE_WRITE  = 1u << 3,
+    RNIC_ACCESS_REMOTE_ATOMIC = 1u << 4,
+    RNIC_ACCESS_MW_BIND       = 1u << 5,
+};
+
+#define RNIC_ACCESS_REMOTE_ALL  (RNIC_ACCESS_REMOTE_READ | \
+                                 RNIC_ACCESS_REMOTE_WRITE | \
+                                 RNIC_ACCESS_REMOTE_ATOMIC)
+
+enum rnic_stag_policy {
+    RNIC_STAG_POLICY_DEFAULT,       /* the table's default */
+    RNIC_STAG_ONE_SHOT,
+    RNIC_STAG_PERSISTENT,
+};
+
+enum rnic_stag_kind {
+    RNIC_STAG_MR,
+    RNIC_STAG_MW_TYPE1,             /* bound by command, PD-scoped */
+    RNIC_STAG_MW_TYPE2,             /* bound through a send queue, one QP */
+};
+
+/*
+ * Result of every call.  The first group are the tagged-buffer errors of
+ * RFC 5040 §7 / RFC 5041 §7, one value per RFC error code; see
+ * rnic_stag_ddp_ecode() and rnic_stag_rdmap_error() for the numbers.  The
+ * second group are errors of the local consumer's commands; they never go
+ * on the wire.
+ */
+enum rnic_stag_status {
+    RNIC_STAG_OK = 0,
+    RNIC_STAG_ERR_INVALID_STAG,     /* unknown index, wrong key, invalid */
+    RNIC_STAG_ERR_BASE_BOUNDS,      /* [to, to + len) outside the buffer */
+    RNIC_STAG_ERR_ACCESS,           /* rights do not allow the operation */
+    RNIC_STAG_ERR_NOT_ASSOCIATED,   /* other PD, or type 2 MW of other QP */
+    RNIC_STAG_ERR_TO_WRAP,          /* to + len passes 2^64 */
+    RNIC_STAG_ERR_CANNOT_INVALIDATE,
+
+    RNIC_STAG_ERR_INVALID_ARG,      /* malformed request */
+    RNIC_STAG_ERR_NO_RESOURCES,     /* table, PD or link pool full */
+    RNIC_STAG_ERR_BUSY,             /* still referenced, or wrong state */
+    RNIC_STAG_ERR_KEY_REUSED,       /* same key twice in a row on an index */
+    RNIC_STAG_ERR_DMA,              /* guest memory not accessible */
+    RNIC_STAG_ERR_IOV_FULL,         /* more iovec entries needed */
+};
+
+/* A short name for traces and test messages. */
+const char *rnic_stag_status_name(enum rnic_stag_status st);
+
+/*
+ * DDP layer, error type 1 (tagged buffer error) code of @st, RFC 5041 §7.2,
+ * or -1 when @st is not a DDP tagged-buffer error (access rights and
+ * invalidation are RDMAP's).
+ */
+int rnic_stag_ddp_ecode(enum rnic_stag_status st);
+
+/*
+ * RDMAP layer error type and code of @st, RFC 5040 §7.2 (as registered in
+ * the IANA RDDP registry).  Protection errors map to Remote Protection
+ * Error; "STag cannot be invalidated" to Remote Operation Error.  Returns
+ * false for local-only statuses.
+ */
+bool rnic_stag_rdmap_error(enum rnic_stag_status st, uint8_t *etype,
+                           uint8_t *ecode);
+
+struct rnic_stag_table_params {
+    uint32_t max_stags;             /* 1 .. RNIC_STAG_MAX_INDEX */
+    uint32_t max_pds;               /* 1 .. 2^24 */
+    uint32_t max_recv_links;        /* 0: 65536, or max_stags if fewer */
+    enum rnic_stag_policy default_policy;   /* DEFAULT means ONE_SHOT */
+};
+
+struct rnic_stag_table;
+
+struct rnic_stag_table *rnic_stag_table_new(
+    const struct rnic_stag_table_params *params);
+void rnic_stag_table_free(struct rnic_stag_table *t);
+
+/* Bytes the table holds on the heap, page lists included. */
+size_t rnic_stag_table_footprint(const struct rnic_stag_table *t);
+
+/* ---- protection domains ---- */
+
+enum rnic_stag_status rnic_pd_alloc(struct rnic_stag_table *t, uint32_t *pd);
+/* BUSY while MRs, MWs or QPs (rnic_pd_get) still use @pd. */
+enum rnic_stag_status rnic_pd_free(struct rnic_stag_table *t, uint32_t pd);
+/* A QP (or anything else outside this table) takes and drops a reference. */
+enum rnic_stag_status rnic_pd_get(struct rnic_stag_table *t, uint32_t pd);
+void rnic_pd_put(struct rnic_stag_table *t, uint32_t pd);
+
+/* ---- memory regions ---- */
+
+struct rnic_mr_attr {
+    uint32_t pd;
+    uint8_t key;                    /* consumer-chosen key byte */
+    unsigned access;                /* enum rnic_access; LOCAL_READ implied */
+    enum rnic_stag_policy policy;
+    bool remote_invalidate;         /* Send with Invalidate may name it */
+    const uint64_t *pages;          /* guest page addresses, page aligned */
+    uint32_t npages;                /* exactly what fbo + length covers */
+    uint8_t page_shift;             /* RNIC_MR_{MIN,MAX}_PAGE_SHIFT */
+    uint32_t first_byte_offset;     /* into pages[0], below the page size */
+    uint64_t length;                /* at least 1 */
+    uint64_t base_to;               /* TO of the first byte */
+};
+
+/*
+ * Registers a region and returns its STag: a table-chosen index with
+ * attr->key.  KEY_REUSED when the index to be handed out is a released one
+ * that last carried this key; retry with another key.
+ */
+enum rnic_stag_status rnic_mr_register(struct rnic_stag_table *t,
+                                       const struct rnic_mr_attr *attr,
+                                       uint32_t *stag);
+/*
+ * Re-registers the region @stag (valid or invalidated) in place.  The key
+ * must differ from the current one (KEY_REUSED otherwise); BUSY while
+ * windows are bound.  *new_stag is @stag with attr->key.
+ */
+enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
+                                         uint32_t stag,
+                                         const struct rnic_mr_attr *attr,
+                                         uint32_t *new_stag);
+/* BUSY while windows are bound. */
+enum rnic_stag_status rnic_mr_deregister(struct rnic_stag_table *t,
+                                         uint32_t stag);
+
+/* ---- memory windows ---- */
+
+/* Allocates an unbound (invalid) window of @kind in @pd; KEY_REUSED as for
+ * rnic_mr_register(). */
+enum rnic_stag_status rnic_mw_alloc(struct rnic_stag_table *t, uint32_t pd,
+                                    enum rnic_stag_kind kind, uint8_t key,
+                                    uint32_t *stag);
+
+struct rnic_mw_bind_attr {
+    uint32_t mr_stag;
+    uint32_t pd;                    /* PD of the binding QP / consumer */
+    uint32_t qpn;                   /* type 2: the only QP it serves */
+    uint8_t key;                    /* new key, must differ */
+    unsigned access;                /* RNIC_ACCESS_REMOTE_* only */
+    enum rnic_stag_policy policy;
+    bool remote_invalidate;
+    uint64_t to;                    /* in the region's TO space */
+    uint64_t length;
+};
+
+/*
+ * Binds (type 1: also re-binds) window @mw_stag.  The region must allow
+ * MW_BIND, be persistent and not linked to a receive, contain the range,
+ * and have LOCAL_WRITE when the window grants remote write or atomic.
+ * A type 2 window must be invalid (unbound) first.
+ */
+enum rnic_stag_status rnic_mw_bind(struct rnic_stag_table *t,
+                                   uint32_t mw_stag,
+                                   const struct rnic_mw_bind_attr *attr,
+                                   uint32_t *new_stag);
+/* Unbinds if bound and frees the window. */
+enum rnic_stag_status rnic_mw_dealloc(struct rnic_stag_table *t,
+                                      uint32_t stag);
+
+/* ---- the check on every access ---- */
+
+/* A resolved, checked range; valid until the table is next modified. */
+struct rnic_mem_ref {
+    const struct rnic_stag_entry *mr;   /* the region holding the bytes */
+    uint64_t offset;                /* from the region's first byte */
+    uint64_t len;
+    uint32_t stag;                  /* the STag that was resolved */
+};
+
+/*
+ * Checks that [to, to + len) may be accessed through @stag by a QP @qpn
+ * of @pd with all of @access (enum rnic_access), in this order: STag
+ * valid with this key, PD (and for a type 2 window, QP) association,
+ * access rights, TO wrap, base and bounds.  len 0 is accepted anywhere in
+ * [base, base + length], including at the very end of the TO space.
+ */
+enum rnic_stag_status rnic_stag_resolve(const struct rnic_stag_table *t,
+                                        uint32_t stag, uint32_t pd,
+                                        uint32_t qpn, uint64_t to,
+                                        uint64_t len, unsigned access,
+                                        struct rnic_mem_ref *ref);
+
+/* True when @stag is currently valid: the cheap check for benchmarks. */
+bool rnic_stag_lookup(const struct rnic_stag_table *t, uint32_t stag);
+
+struct rnic_stag_info {
+    enum rnic_stag_kind kind;
+    bool valid;
+    bool one_shot;
+    bool remote_invalidate;
+    uint32_t pd;
+    uint32_t qpn;                   /* type 2 window */
+    unsigned access;
+    uint64_t base_to;
+    uint64_t length;
+    uint32_t bound_windows;         /* region */
+};
+
+/* INVALID_STAG unless @stag's index is allocated with this key. */
+enum rnic_stag_status rnic_stag_query(const struct rnic_stag_table *t,
+                                      uint32_t stag,
+                                      struct rnic_stag_info *info);
+
+/* ---- moving bytes ---- */
+
+/* Writes ref->len bytes of @buf to guest memory; DMA on failure. */
+enum rnic_stag_status rnic_mem_place(const struct rnic_dma *dma,
+                                     const struct rnic_mem_ref *ref,
+                                     const void *buf);
+/* Reads ref->len bytes of guest memory into @buf; DMA on failure. */
+enum rnic_stag_status rnic_mem_fetch(const struct rnic_dma *dma,
+                                     const struct rnic_mem_ref *ref,
+                                     void *buf);
+
+struct rnic_mem_iov {
+    void *base;
+    size_t len;
+};
+
+/*
+ * Maps the whole range for zero copy into iov[0..*n).  DMA when the
+ * device offers no map or a page cannot be mapped, IOV_FULL when @max is
+ * too small; on failure nothing stays mapped.  Pair with rnic_mem_unmap().
+ */
+enum rnic_stag_status rnic_mem_map(const struct rnic_dma *dma,
+                                   const struct rnic_mem_ref *ref,
+                                   bool is_write, struct rnic_mem_iov *iov,
+                                   size_t max, size_t *n);
+/* @written: bytes stored through the mapping, counted from iov[0]. */
+void rnic_mem_unmap(const struct rnic_dma *dma, const struct rnic_mem_iov *iov,
+                    size_t n, bool is_write, size_t written);
+
+/* ---- invalidation ---- */
+
+/*
+ * Local Invalidate by the consumer.  Invalidating an STag that is already
+ * invalid is a no-op; a region with bound windows gives CANNOT_INVALIDATE.
+ */
+enum rnic_stag_status rnic_stag_invalidate_local(struct rnic_stag_table *t,
+                                                 uint32_t stag, uint32_t pd);
+
+/*
+ * Send with Invalidate naming @stag, received on QP @qpn of @pd.  The STag
+ * must be valid (INVALID_STAG), of this PD and for a type 2 window this QP
+ * (NOT_ASSOCIATED), registered with remote_invalidate, not a type 1 window
+ * and not a region with bound windows (CANNOT_INVALIDATE).  On success
+ * *invalidated is the STag, for the receive completion.
+ */
+enum rnic_stag_status rnic_stag_invalidate_remote(struct rnic_stag_table *t,
+                                                  uint32_t stag, uint32_t pd,
+                                                  uint32_t qpn,
+                                                  uint32_t *invalidated);
+
+/*
+ * The receive path placed the last DDP segment of an RDMAP message
+ * through @stag: a one-shot STag is invalidated now.  Returns true if it
+ * was.
+ */
+bool rnic_stag_message_done(struct rnic_stag_table *t, uint32_t stag);
+
+/*
+ * Links a valid STag to the posted receive buffer @recv_id: consuming that
+ * buffer invalidates it.  One link per STag (BUSY); a region with bound
+ * windows cannot be linked (BUSY).
+ */
+enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
+                                             uint32_t stag, uint64_t recv_id);
+/*
+ * The receive buffer @recv_id was consumed: invalidates every STag linked
+ * to it and writes up to @max of them to @stags (may be NULL).  Returns
+ * how many were invalidated.
+ */
+size_t rnic_stag_recv_consumed(struct rnic_stag_table *t, uint64_t recv_id,
+                               uint32_t *stags, size_t max);
+/* The buffer was flushed, not consumed: drop its links, keep the STags. */
+void rnic_stag_recv_forget(struct rnic_stag_table *t, uint64_t recv_id);
+
+#endif /* RNIC_STAG_H */
