@@ -56,7 +56,7 @@
 #define RNIC_REG_DB_SQ          0x100   /* WO: qpn | producer index << 16 */
 #define RNIC_REG_DB_RQ          0x104   /* WO: qpn | producer index << 16 */
 #define RNIC_REG_DB_CQ          0x108   /* WO: cqn | consumer index << 16 */
-#define RNIC_REG_DB_CQ_ARM      0x10c   /* WO: cqn | RNIC_CQ_ARM_* */
+#define RNIC_REG_DB_CQ_ARM      0x10c   /* WO: cqn | RNIC_DB_ARM_* */
 #define RNIC_REG_DB_SRQ         0x110   /* WO: srqn | producer index << 16 */
 
 #define RNIC_DB_ID(v)           ((v) & 0xffff)
@@ -75,8 +75,8 @@
 #define RNIC_CONTROL_ENABLE     (1u << 0)
 #define RNIC_CONTROL_RESET      (1u << 1)   /* self-clearing */
 
-#define RNIC_CQ_ARM_NEXT        (1u << 16)  /* interrupt on next CQE */
-#define RNIC_CQ_ARM_SOLICITED   (1u << 17)  /* ... on next solicited CQE */
+#define RNIC_DB_ARM_NEXT        (1u << 16)  /* interrupt on next CQE */
+#define RNIC_DB_ARM_SOLICITED   (1u << 17)  /* ... on next solicited CQE */
 
 /* ---- Command queue (docs/spec.md "Command queue") ---------------------- */
 /*
@@ -154,22 +154,22 @@ struct rnic_cmd_pd {                /* CREATE_PD (out), DESTROY_PD (in) */
 };
 
 /* Access flags of MRs, MWs and binds. */
-#define RNIC_ACCESS_LOCAL_READ      (1u << 0)
-#define RNIC_ACCESS_LOCAL_WRITE     (1u << 1)
-#define RNIC_ACCESS_REMOTE_READ     (1u << 2)
-#define RNIC_ACCESS_REMOTE_WRITE    (1u << 3)
-#define RNIC_ACCESS_REMOTE_ATOMIC   (1u << 4)
-#define RNIC_ACCESS_MW_BIND         (1u << 5)
+#define RNIC_ACC_LOCAL_READ      (1u << 0)
+#define RNIC_ACC_LOCAL_WRITE     (1u << 1)
+#define RNIC_ACC_REMOTE_READ     (1u << 2)
+#define RNIC_ACC_REMOTE_WRITE    (1u << 3)
+#define RNIC_ACC_REMOTE_ATOMIC   (1u << 4)
+#define RNIC_ACC_MW_BIND         (1u << 5)
 
 /* Invalidation policy of an STag (docs/spec.md "STags"). */
-#define RNIC_STAG_POLICY_DEFAULT    0   /* the device's stag-default */
-#define RNIC_STAG_POLICY_PERSISTENT 1
-#define RNIC_STAG_POLICY_ONE_SHOT   2
-#define RNIC_STAG_NO_REMOTE_INV     (1u << 7)   /* refuse Send with Invalidate */
+#define RNIC_MR_POLICY_DEFAULT    0   /* the device's stag-default */
+#define RNIC_MR_POLICY_PERSISTENT 1
+#define RNIC_MR_POLICY_ONE_SHOT   2
+#define RNIC_MR_NO_REMOTE_INV     (1u << 7)   /* refuse Send with Invalidate */
 
 struct rnic_cmd_reg_mr {
     uint32_t pdn;                   /* in */
-    uint32_t access;                /* in: RNIC_ACCESS_* */
+    uint32_t access;                /* in: RNIC_ACC_* */
     uint64_t iova;                  /* in: tagged offset of the first byte */
     uint64_t length;                /* in: bytes */
     uint64_t pbl_addr;              /* in: array of npages u64 page addresses */
@@ -177,7 +177,7 @@ struct rnic_cmd_reg_mr {
     uint32_t first_byte_offset;     /* in: offset of iova in page 0 */
     uint8_t  page_shift;            /* in: 12..21 */
     uint8_t  key;                   /* in: low 8 bits of the STag */
-    uint8_t  policy;                /* in: RNIC_STAG_POLICY_* | flags */
+    uint8_t  policy;                /* in: RNIC_MR_POLICY_* | flags */
     uint8_t  rsvd;
     uint32_t stag;                  /* out */
 };
@@ -199,9 +199,9 @@ struct rnic_cmd_bind_mw {           /* type 1 windows only */
     uint32_t mr_stag;               /* in */
     uint64_t addr;                  /* in: tagged offset within the MR */
     uint64_t length;                /* in */
-    uint32_t access;                /* in: RNIC_ACCESS_REMOTE_* */
+    uint32_t access;                /* in: RNIC_ACC_REMOTE_* */
     uint8_t  key;                   /* in: new key of the window */
-    uint8_t  policy;                /* in: RNIC_STAG_POLICY_* | flags */
+    uint8_t  policy;                /* in: RNIC_MR_POLICY_* | flags */
     uint16_t rsvd;
     uint32_t new_stag;              /* out */
 };
@@ -229,12 +229,12 @@ struct rnic_cmd_create_qp {
     uint32_t qpn;                   /* in: MODIFY/QUERY/DESTROY; out: CREATE */
 };
 
-enum rnic_qp_state {
-    RNIC_QP_IDLE        = 0,
-    RNIC_QP_RTS         = 1,
-    RNIC_QP_CLOSING     = 2,
-    RNIC_QP_TERMINATE   = 3,
-    RNIC_QP_ERROR       = 4,
+enum rnic_qp_hw_state {
+    RNIC_QPS_IDLE        = 0,
+    RNIC_QPS_RTS         = 1,
+    RNIC_QPS_CLOSING     = 2,
+    RNIC_QPS_TERMINATE   = 3,
+    RNIC_QPS_ERROR       = 4,
 };
 
 #define RNIC_MODIFY_STATE           (1u << 0)
@@ -252,7 +252,7 @@ struct rnic_cmd_modify_qp {
 
 struct rnic_cmd_query_qp {
     uint32_t qpn;                   /* in */
-    uint8_t  state;                 /* out: enum rnic_qp_state */
+    uint8_t  state;                 /* out: enum rnic_qp_hw_state */
     uint8_t  term_layer_etype;      /* out: last Terminate, sent or received */
     uint8_t  term_ecode;
     uint8_t  term_received;         /* out: 1 received, 0 sent */
@@ -336,7 +336,7 @@ struct rnic_device_attr {
     uint32_t max_qp_wr;             /* entries per send or receive queue */
     uint32_t max_srq;
     uint32_t max_srq_wr;
-    uint32_t max_sge;               /* RNIC_MAX_SGE */
+    uint32_t max_sge;               /* RNIC_WQE_MAX_SGE */
     uint32_t max_ird;
     uint32_t max_ord;
     uint32_t max_pdata;             /* RNIC_MAX_PDATA */
@@ -353,46 +353,46 @@ struct rnic_device_attr {
 #define RNIC_DEV_STAG_ONE_SHOT      (1u << 2)   /* stag-default */
 
 /* ---- Work queues (docs/spec.md "Work requests") ------------------------- */
-#define RNIC_MAX_SGE        4
+#define RNIC_WQE_MAX_SGE        4
 
-struct rnic_sge {
+struct rnic_wqe_sge {
     uint64_t addr;                  /* tagged offset in the local STag */
     uint32_t length;
     uint32_t stag;                  /* local STag (lkey) */
 };
 
-enum rnic_wr_opcode {
-    RNIC_WR_SEND            = 0x00,
-    RNIC_WR_SEND_INV        = 0x01,
-    RNIC_WR_WRITE           = 0x02,
-    RNIC_WR_READ            = 0x03,
-    RNIC_WR_ATOMIC_FADD     = 0x04,
-    RNIC_WR_ATOMIC_CSWAP    = 0x05,
-    RNIC_WR_IMM_DATA        = 0x06,
-    RNIC_WR_LOCAL_INV       = 0x07,
-    RNIC_WR_BIND_MW         = 0x08,
-    RNIC_WR_RECV            = 0x80, /* completions only */
+enum rnic_wqe_opcode {
+    RNIC_WQE_SEND            = 0x00,
+    RNIC_WQE_SEND_INV        = 0x01,
+    RNIC_WQE_WRITE           = 0x02,
+    RNIC_WQE_READ            = 0x03,
+    RNIC_WQE_ATOMIC_FADD     = 0x04,
+    RNIC_WQE_ATOMIC_CSWAP    = 0x05,
+    RNIC_WQE_IMM_DATA        = 0x06,
+    RNIC_WQE_LOCAL_INV       = 0x07,
+    RNIC_WQE_BIND_MW         = 0x08,
+    RNIC_WQE_RECV            = 0x80, /* completions only */
 };
 
-#define RNIC_WR_FLAG_SIGNALED   (1u << 0)   /* completion even on success */
-#define RNIC_WR_FLAG_SOLICITED  (1u << 1)   /* Send/Immediate with SE */
-#define RNIC_WR_FLAG_FENCE      (1u << 2)   /* wait for prior Reads */
-#define RNIC_WR_FLAG_INLINE     (1u << 3)   /* payload in the sge area */
+#define RNIC_WQE_FLAG_SIGNALED   (1u << 0)   /* completion even on success */
+#define RNIC_WQE_FLAG_SOLICITED  (1u << 1)   /* Send/Immediate with SE */
+#define RNIC_WQE_FLAG_FENCE      (1u << 2)   /* wait for prior Reads */
+#define RNIC_WQE_FLAG_INLINE     (1u << 3)   /* payload in the sge area */
 
 struct rnic_sq_wqe {
     uint64_t wr_id;
-    uint8_t  opcode;                /* enum rnic_wr_opcode */
-    uint8_t  flags;                 /* RNIC_WR_FLAG_* */
+    uint8_t  opcode;                /* enum rnic_wqe_opcode */
+    uint8_t  flags;                 /* RNIC_WQE_FLAG_* */
     uint8_t  num_sge;               /* or inline length in 16-byte units */
     uint8_t  rsvd0;
     uint32_t imm_or_stag;           /* immediate; STag to invalidate */
     uint32_t remote_stag;           /* WRITE/READ/ATOMIC; MW for BIND_MW */
-    uint32_t bind_access;           /* BIND_MW: RNIC_ACCESS_* | key << 24 */
+    uint32_t bind_access;           /* BIND_MW: RNIC_ACC_* | key << 24 */
     uint64_t remote_addr;           /* tagged offset at the peer */
     uint64_t atomic_arg0;           /* add value, or compare value */
     uint64_t atomic_arg1;           /* swap value */
     uint8_t  rsvd1[16];
-    struct rnic_sge sge[RNIC_MAX_SGE];  /* BIND_MW: sge[0] = MR range */
+    struct rnic_wqe_sge sge[RNIC_WQE_MAX_SGE];  /* BIND_MW: sge[0] = MR range */
 };
 
 struct rnic_rq_wqe {
@@ -402,38 +402,38 @@ struct rnic_rq_wqe {
     uint32_t linked_stag;           /* invalidated when this buffer is used;
                                      * 0 = none */
     uint8_t  rsvd1[48];
-    struct rnic_sge sge[RNIC_MAX_SGE];
+    struct rnic_wqe_sge sge[RNIC_WQE_MAX_SGE];
 };
 
 /* ---- Completions (docs/spec.md "Completions") --------------------------- */
-enum rnic_wc_status {
-    RNIC_WC_SUCCESS         = 0x00,
-    RNIC_WC_LOC_LEN_ERR     = 0x01, /* receive buffer too small, bad SGE */
-    RNIC_WC_LOC_QP_OP_ERR   = 0x02, /* malformed WQE */
-    RNIC_WC_LOC_PROT_ERR    = 0x03, /* local STag check failed */
-    RNIC_WC_WR_FLUSH_ERR    = 0x04, /* QP left RTS before this WR ran */
-    RNIC_WC_MW_BIND_ERR     = 0x05,
-    RNIC_WC_LOC_ACCESS_ERR  = 0x06, /* DMA to a local buffer failed */
-    RNIC_WC_REM_INV_REQ_ERR = 0x07, /* peer refused the request */
-    RNIC_WC_REM_ACCESS_ERR  = 0x08, /* peer's STag check failed */
-    RNIC_WC_REM_OP_ERR      = 0x09, /* peer reported an operation error */
-    RNIC_WC_BAD_RESP_ERR    = 0x0a, /* unexpected response */
-    RNIC_WC_FATAL_ERR       = 0x0b, /* connection lost */
+enum rnic_cqe_status {
+    RNIC_CQE_SUCCESS         = 0x00,
+    RNIC_CQE_LOC_LEN_ERR     = 0x01, /* receive buffer too small, bad SGE */
+    RNIC_CQE_LOC_QP_OP_ERR   = 0x02, /* malformed WQE */
+    RNIC_CQE_LOC_PROT_ERR    = 0x03, /* local STag check failed */
+    RNIC_CQE_WR_FLUSH_ERR    = 0x04, /* QP left RTS before this WR ran */
+    RNIC_CQE_MW_BIND_ERR     = 0x05,
+    RNIC_CQE_LOC_ACCESS_ERR  = 0x06, /* DMA to a local buffer failed */
+    RNIC_CQE_REM_INV_REQ_ERR = 0x07, /* peer refused the request */
+    RNIC_CQE_REM_ACCESS_ERR  = 0x08, /* peer's STag check failed */
+    RNIC_CQE_REM_OP_ERR      = 0x09, /* peer reported an operation error */
+    RNIC_CQE_BAD_RESP_ERR    = 0x0a, /* unexpected response */
+    RNIC_CQE_FATAL_ERR       = 0x0b, /* connection lost */
 };
 
-#define RNIC_WC_FLAG_WITH_INV   (1u << 0)   /* invalidated_stag is valid */
-#define RNIC_WC_FLAG_WITH_IMM   (1u << 1)   /* imm is valid */
-#define RNIC_WC_FLAG_SOLICITED  (1u << 2)
+#define RNIC_CQE_FLAG_WITH_INV   (1u << 0)   /* invalidated_stag is valid */
+#define RNIC_CQE_FLAG_WITH_IMM   (1u << 1)   /* imm is valid */
+#define RNIC_CQE_FLAG_SOLICITED  (1u << 2)
 
-struct rnic_cqe {
+struct rnic_cq_entry {
     uint64_t wr_id;
     uint32_t byte_len;
     uint32_t qpn;
     uint32_t imm;
     uint32_t invalidated_stag;
-    uint8_t  status;                /* enum rnic_wc_status */
-    uint8_t  opcode;                /* enum rnic_wr_opcode */
-    uint8_t  flags;                 /* RNIC_WC_FLAG_* */
+    uint8_t  status;                /* enum rnic_cqe_status */
+    uint8_t  opcode;                /* enum rnic_wqe_opcode */
+    uint8_t  flags;                 /* RNIC_CQE_FLAG_* */
     uint8_t  phase;                 /* bit 0: 1 on the 1st pass, 0 on the 2nd */
     uint32_t rsvd;
 };
@@ -458,7 +458,7 @@ enum rnic_event_type {
 struct rnic_event {
     uint8_t  type;                  /* enum rnic_event_type */
     uint8_t  rsvd[2];
-    uint8_t  phase;                 /* as in struct rnic_cqe */
+    uint8_t  phase;                 /* as in struct rnic_cq_entry */
     uint32_t id;
     uint32_t arg0;
     uint32_t arg1;
@@ -486,7 +486,7 @@ _Static_assert(sizeof(struct rnic_device_attr) == RNIC_DEVICE_ATTR_SIZE, "attr")
 _Static_assert(sizeof(struct rnic_conn_info) == RNIC_CONN_INFO_SIZE, "info");
 _Static_assert(sizeof(struct rnic_sq_wqe) == RNIC_SQ_WQE_SIZE, "sq wqe");
 _Static_assert(sizeof(struct rnic_rq_wqe) == RNIC_RQ_WQE_SIZE, "rq wqe");
-_Static_assert(sizeof(struct rnic_cqe) == RNIC_CQE_SIZE, "cqe");
+_Static_assert(sizeof(struct rnic_cq_entry) == RNIC_CQE_SIZE, "cqe");
 _Static_assert(sizeof(struct rnic_event) == RNIC_EVENT_SIZE, "event");
 #endif
 

@@ -273,7 +273,7 @@ static void test_query_device(void)
     g_assert_cmphex(le32_to_cpu(attr.abi_version), ==, RNIC_VERSION_VALUE);
     g_assert_cmpuint(le32_to_cpu(attr.max_qp), ==, 77);
     g_assert_cmpuint(le32_to_cpu(attr.max_cqe), ==, 512);
-    g_assert_cmpuint(le32_to_cpu(attr.max_sge), ==, RNIC_MAX_SGE);
+    g_assert_cmpuint(le32_to_cpu(attr.max_sge), ==, RNIC_WQE_MAX_SGE);
     g_assert_cmpuint(le32_to_cpu(attr.max_pdata), ==, RNIC_MAX_PDATA);
     g_assert_cmpuint(le32_to_cpu(attr.mpa_rev), ==, 1);
     g_assert_cmpuint(le32_to_cpu(attr.msix_vectors), ==, RNIC_MSIX_VECTORS);
