@@ -10,7 +10,6 @@
 #include "rnic.h"
 #include "trace.h"
 
-typedef uint16_t RnicCmdFn(RnicState *s, struct rnic_cmd *cmd);
 
 typedef struct RnicCmdDesc {
     const char *name;
@@ -50,21 +49,21 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
 
 static const RnicCmdDesc rnic_cmds[] = {
     [RNIC_CMD_QUERY_DEVICE] = { "QUERY_DEVICE", rnic_cmd_query_device },
-    [RNIC_CMD_CREATE_PD] = { "CREATE_PD" },
-    [RNIC_CMD_DESTROY_PD] = { "DESTROY_PD" },
-    [RNIC_CMD_REG_MR] = { "REG_MR" },
-    [RNIC_CMD_DEREG_MR] = { "DEREG_MR" },
-    [RNIC_CMD_ALLOC_MW] = { "ALLOC_MW" },
-    [RNIC_CMD_BIND_MW] = { "BIND_MW" },
-    [RNIC_CMD_DEALLOC_MW] = { "DEALLOC_MW" },
-    [RNIC_CMD_CREATE_CQ] = { "CREATE_CQ" },
-    [RNIC_CMD_DESTROY_CQ] = { "DESTROY_CQ" },
-    [RNIC_CMD_CREATE_QP] = { "CREATE_QP" },
-    [RNIC_CMD_MODIFY_QP] = { "MODIFY_QP" },
-    [RNIC_CMD_QUERY_QP] = { "QUERY_QP" },
-    [RNIC_CMD_DESTROY_QP] = { "DESTROY_QP" },
-    [RNIC_CMD_CREATE_SRQ] = { "CREATE_SRQ" },
-    [RNIC_CMD_DESTROY_SRQ] = { "DESTROY_SRQ" },
+    [RNIC_CMD_CREATE_PD] = { "CREATE_PD", rnic_cmd_create_pd },
+    [RNIC_CMD_DESTROY_PD] = { "DESTROY_PD", rnic_cmd_destroy_pd },
+    [RNIC_CMD_REG_MR] = { "REG_MR", rnic_cmd_reg_mr },
+    [RNIC_CMD_DEREG_MR] = { "DEREG_MR", rnic_cmd_dereg_mr },
+    [RNIC_CMD_ALLOC_MW] = { "ALLOC_MW", rnic_cmd_alloc_mw },
+    [RNIC_CMD_BIND_MW] = { "BIND_MW", rnic_cmd_bind_mw },
+    [RNIC_CMD_DEALLOC_MW] = { "DEALLOC_MW", rnic_cmd_dealloc_mw },
+    [RNIC_CMD_CREATE_CQ] = { "CREATE_CQ", rnic_cmd_create_cq },
+    [RNIC_CMD_DESTROY_CQ] = { "DESTROY_CQ", rnic_cmd_destroy_cq },
+    [RNIC_CMD_CREATE_QP] = { "CREATE_QP", rnic_cmd_create_qp },
+    [RNIC_CMD_MODIFY_QP] = { "MODIFY_QP", rnic_cmd_modify_qp },
+    [RNIC_CMD_QUERY_QP] = { "QUERY_QP", rnic_cmd_query_qp },
+    [RNIC_CMD_DESTROY_QP] = { "DESTROY_QP", rnic_cmd_destroy_qp },
+    [RNIC_CMD_CREATE_SRQ] = { "CREATE_SRQ", rnic_cmd_create_srq },
+    [RNIC_CMD_DESTROY_SRQ] = { "DESTROY_SRQ", rnic_cmd_destroy_srq },
     [RNIC_CMD_LISTEN] = { "LISTEN" },
     [RNIC_CMD_UNLISTEN] = { "UNLISTEN" },
     [RNIC_CMD_CONNECT] = { "CONNECT" },
@@ -72,7 +71,7 @@ static const RnicCmdDesc rnic_cmds[] = {
     [RNIC_CMD_REJECT] = { "REJECT" },
     [RNIC_CMD_DISCONNECT] = { "DISCONNECT" },
     [RNIC_CMD_QUERY_CONN] = { "QUERY_CONN" },
-    [RNIC_CMD_INVALIDATE] = { "INVALIDATE" },
+    [RNIC_CMD_INVALIDATE] = { "INVALIDATE", rnic_cmd_invalidate },
 };
 
 const char *rnic_cmd_name(uint8_t opcode)

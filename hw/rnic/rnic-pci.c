@@ -33,6 +33,7 @@ void rnic_irq(RnicState *s, unsigned vector)
 /* The documented reset state (docs/spec.md "Reset"). */
 void rnic_soft_reset(RnicState *s)
 {
+    rnic_verbs_reset(s);
     s->scratch = 0;
     s->status = 0;
     s->control = 0;
@@ -55,6 +56,10 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "rnic: mpa-rev must be 1 or 2");
         return;
     }
+    if (!rnic_verbs_init(s, errp)) {
+        return;
+    }
+    rnic_dma_init(s);
     memory_region_init_io(&s->regs, OBJECT(s), &rnic_reg_ops, s,
                           "rnic-regs", RNIC_BAR_REGS_SIZE);
     pci_register_bar(pdev, RNIC_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
@@ -73,6 +78,8 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     }
     s->cmdq_bh = qemu_bh_new_guarded(rnic_cmdq_run, s,
                                      &DEVICE(pdev)->mem_reentrancy_guard);
+    s->wq_bh = qemu_bh_new_guarded(rnic_wq_run, s,
+                                   &DEVICE(pdev)->mem_reentrancy_guard);
     trace_rnic_realize(rnic_core_version());
 }
 
@@ -81,6 +88,8 @@ static void rnic_exit(PCIDevice *pdev)
     RnicState *s = RNIC(pdev);
 
     qemu_bh_delete(s->cmdq_bh);
+    qemu_bh_delete(s->wq_bh);
+    rnic_verbs_fini(s);
     pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
@@ -98,6 +107,8 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("max-ird", RnicState, limits.max_ird, 16),
     DEFINE_PROP_UINT32("max-ord", RnicState, limits.max_ord, 16),
     DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),
+    DEFINE_PROP_UINT32("timewait-ms", RnicState, timewait_ms, 1000),
+    DEFINE_PROP_STRING("stag-default", RnicState, stag_default),
 };
 
 /*
@@ -125,6 +136,10 @@ static void rnic_instance_init(Object *obj)
         { "max-ird", "inbound RDMA Reads per QP (IRD)" },
         { "max-ord", "outbound RDMA Reads per QP (ORD)" },
         { "mpa-rev", "MPA revision to offer: 1 or 2 (RFC 6581)" },
+        { "timewait-ms", "a destroyed QP's number is not reused for this "
+          "long (virtual clock)" },
+        { "stag-default", "invalidation policy of STags that do not choose: "
+          "persistent (default) or one-shot" },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(prop_desc); i++) {

@@ -153,6 +153,13 @@ static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
     case RNIC_REG_EQ_CONS:
         s->eq.cons = val;
         return;
+    case RNIC_REG_DB_SQ ... RNIC_REG_DB_SRQ:
+        if (!(s->status & RNIC_STATUS_READY)) {
+            rnic_guest_error(addr, val, "doorbell while disabled ignored");
+            return;
+        }
+        rnic_wq_doorbell(s, addr, val);
+        return;
     case RNIC_REG_CMDQ_BASE_LO ... RNIC_REG_CMDQ_LOG_SIZE:
     case RNIC_REG_EQ_BASE_LO ... RNIC_REG_EQ_LOG_SIZE:
         rnic_ring_reg_write(s, addr, val);

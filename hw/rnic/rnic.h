@@ -10,8 +10,10 @@
 #define HW_RNIC_H
 
 #include "hw/pci/pci_device.h"
+#include "qemu/queue.h"
 #include "qom/object.h"
 #include "rnic/rnic-abi.h"
+#include "dma.h"
 
 #define TYPE_RNIC "rnic"
 OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
@@ -37,6 +39,42 @@ typedef struct RnicLimits {
     uint32_t max_ord;
 } RnicLimits;
 
+/* A completion queue: the core's staging ring plus the guest's ring. */
+typedef struct RnicCq {
+    struct rnic_cq *core;
+    uint32_t cqn;
+    uint64_t ring;
+    uint32_t log_size;
+    uint32_t prod;          /* entries written to the guest ring */
+    uint16_t cons;          /* the driver's consumer index (DB_CQ) */
+    uint8_t vector;
+    bool irq_pending;       /* the core's arm fired: signal after writing */
+    bool overflow_reported;
+} RnicCq;
+
+typedef struct RnicSrq {
+    struct rnic_srq *core;
+    uint32_t srqn;
+    uint32_t pdn;
+    uint64_t ring;
+    uint32_t log_size;
+    uint16_t fetched;       /* WQEs taken from the guest ring */
+} RnicSrq;
+
+typedef struct RnicQp {
+    struct rnic_qp *core;
+    uint32_t qpn;
+    uint32_t pdn;
+    RnicCq *scq, *rcq;
+    RnicSrq *srq;
+    uint64_t sq_ring, rq_ring;
+    uint8_t sq_log, rq_log;
+    uint16_t sq_fetched, rq_fetched;    /* WQEs taken from the guest rings */
+    uint16_t sq_prod, rq_prod;          /* the last doorbells */
+    bool kicked;                        /* on RnicState.kicked */
+    QTAILQ_ENTRY(RnicQp) kick_link;
+} RnicQp;
+
 struct RnicState {
     PCIDevice parent_obj;
 
@@ -50,9 +88,21 @@ struct RnicState {
     RnicRing eq;
     uint64_t eq_dropped;
 
+    /* objects, created by commands (rnic-verbs.c) */
+    struct rnic_dma dma;
+    struct rnic_stag_table *stags;
+    struct rnic_qpn_table *qpns;
+    RnicCq **cqs;           /* [max_cq], cqn = index + 1 */
+    RnicSrq **srqs;         /* [max_srq], srqn = index + 1 */
+    QEMUBH *wq_bh;
+    QTAILQ_HEAD(, RnicQp) kicked;
+
     /* properties */
     RnicLimits limits;
     uint32_t mpa_rev;
+    uint32_t timewait_ms;
+    char *stag_default;
+    bool stag_one_shot;     /* parsed stag-default */
 };
 
 /* rnic-regs.c */
@@ -62,6 +112,28 @@ extern const MemoryRegionOps rnic_reg_ops;
 void rnic_cmdq_kick(RnicState *s);
 void rnic_cmdq_run(void *opaque);
 const char *rnic_cmd_name(uint8_t opcode);
+
+/* rnic-verbs.c */
+typedef uint16_t RnicCmdFn(RnicState *s, struct rnic_cmd *cmd);
+RnicCmdFn rnic_cmd_create_pd, rnic_cmd_destroy_pd, rnic_cmd_reg_mr,
+    rnic_cmd_dereg_mr, rnic_cmd_alloc_mw, rnic_cmd_bind_mw,
+    rnic_cmd_dealloc_mw, rnic_cmd_create_cq, rnic_cmd_destroy_cq,
+    rnic_cmd_create_qp, rnic_cmd_modify_qp, rnic_cmd_query_qp,
+    rnic_cmd_destroy_qp, rnic_cmd_create_srq, rnic_cmd_destroy_srq,
+    rnic_cmd_invalidate;
+bool rnic_verbs_init(RnicState *s, Error **errp);
+void rnic_verbs_reset(RnicState *s);
+void rnic_verbs_fini(RnicState *s);
+RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn);
+RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn);
+RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn);
+
+/* rnic-wq.c */
+void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val);
+void rnic_wq_run(void *opaque);
+void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq);
+void rnic_cqs_flush_to_guest(RnicState *s);
+void rnic_dma_init(RnicState *s);
 
 /* rnic-eq.c */
 void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,

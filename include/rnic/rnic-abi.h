@@ -378,12 +378,13 @@ enum rnic_wqe_opcode {
 #define RNIC_WQE_FLAG_SOLICITED  (1u << 1)   /* Send/Immediate with SE */
 #define RNIC_WQE_FLAG_FENCE      (1u << 2)   /* wait for prior Reads */
 #define RNIC_WQE_FLAG_INLINE     (1u << 3)   /* payload in the sge area */
+#define RNIC_WQE_INLINE_MAX      64
 
 struct rnic_sq_wqe {
     uint64_t wr_id;
     uint8_t  opcode;                /* enum rnic_wqe_opcode */
     uint8_t  flags;                 /* RNIC_WQE_FLAG_* */
-    uint8_t  num_sge;               /* or inline length in 16-byte units */
+    uint8_t  num_sge;               /* INLINE: payload bytes (<= 64) */
     uint8_t  rsvd0;
     uint32_t imm_or_stag;           /* immediate; STag to invalidate */
     uint32_t remote_stag;           /* WRITE/READ/ATOMIC; MW for BIND_MW */
@@ -418,7 +419,8 @@ enum rnic_cqe_status {
     RNIC_CQE_REM_ACCESS_ERR  = 0x08, /* peer's STag check failed */
     RNIC_CQE_REM_OP_ERR      = 0x09, /* peer reported an operation error */
     RNIC_CQE_BAD_RESP_ERR    = 0x0a, /* unexpected response */
-    RNIC_CQE_FATAL_ERR       = 0x0b, /* connection lost */
+    RNIC_CQE_FATAL_ERR       = 0x0b, /* connection lost, device failure */
+    RNIC_CQE_GENERAL_ERR     = 0x0c, /* anything else (traced) */
 };
 
 #define RNIC_CQE_FLAG_WITH_INV   (1u << 0)   /* invalidated_stag is valid */

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Commands that create and destroy verbs objects: PDs, MRs, MWs, CQs, SRQs
+ * and QPs.  Each checks its parameters, calls the protocol core and maps
+ * the core's result onto a command status.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/log.h"
+#include "qemu/timer.h"
+#include "rnic.h"
+#include "stag.h"
+#include "cq.h"
+#include "qp.h"
+#include "qpn.h"
+#include "trace.h"
+
+#define RNIC_PBL_MAX_PAGES  (1u << 20)
+
+static uint16_t rnic_stag_status_to_cmd(enum rnic_stag_status st)
+{
+    switch (st) {
+    case RNIC_STAG_OK:
+        return RNIC_CMD_OK;
+    case RNIC_STAG_ERR_INVALID_STAG:
+        return RNIC_CMD_ERR_HANDLE;
+    case RNIC_STAG_ERR_NO_RESOURCES:
+        return RNIC_CMD_ERR_RESOURCE;
+    case RNIC_STAG_ERR_BUSY:
+    case RNIC_STAG_ERR_CANNOT_INVALIDATE:
+        return RNIC_CMD_ERR_BUSY;
+    case RNIC_STAG_ERR_DMA:
+        return RNIC_CMD_ERR_DMA;
+    case RNIC_STAG_ERR_ACCESS:
+    case RNIC_STAG_ERR_NOT_ASSOCIATED:
+        return RNIC_CMD_ERR_ACCESS;
+    default:
+        return RNIC_CMD_ERR_PARAM;
+    }
+}
+
+static uint16_t rnic_cmd_fail(const char *cmd, uint16_t status,
+                              const char *why)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s failed: %s\n", cmd, why);
+    trace_rnic_err_cmd(cmd, status, why);
+    return status;
+}
+
+static uint16_t rnic_stag_result(const char *cmd, enum rnic_stag_status st)
+{
+    if (st == RNIC_STAG_OK) {
+        return RNIC_CMD_OK;
+    }
+    return rnic_cmd_fail(cmd, rnic_stag_status_to_cmd(st),
+                         rnic_stag_status_name(st));
+}
+
+static bool rnic_pd_exists(RnicState *s, uint32_t pdn)
+{
+    if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
+        return false;
+    }
+    rnic_pd_put(s->stags, pdn);
+    return true;
+}
+
+uint16_t rnic_cmd_create_pd(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_pd *p = (void *)cmd->u.raw;
+    uint32_t pd;
+    enum rnic_stag_status st = rnic_pd_alloc(s->stags, &pd);
+
+    if (st == RNIC_STAG_OK) {
+        p->pdn = cpu_to_le32(pd);
+    }
+    return rnic_stag_result("CREATE_PD", st);
+}
+
+uint16_t rnic_cmd_destroy_pd(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_pd *p = (void *)cmd->u.raw;
+
+    return rnic_stag_result("DESTROY_PD",
+                            rnic_pd_free(s->stags, le32_to_cpu(p->pdn)));
+}
+
+static enum rnic_stag_policy rnic_policy(uint8_t policy)
+{
+    switch (policy & 0x7f) {
+    case RNIC_MR_POLICY_PERSISTENT:
+        return RNIC_STAG_PERSISTENT;
+    case RNIC_MR_POLICY_ONE_SHOT:
+        return RNIC_STAG_ONE_SHOT;
+    default:
+        return RNIC_STAG_POLICY_DEFAULT;
+    }
+}
+
+/* The ABI's access bits are the core's (both follow verbs' order). */
+QEMU_BUILD_BUG_ON(RNIC_ACC_LOCAL_READ != RNIC_ACCESS_LOCAL_READ ||
+                  RNIC_ACC_REMOTE_WRITE != RNIC_ACCESS_REMOTE_WRITE ||
+                  RNIC_ACC_MW_BIND != RNIC_ACCESS_MW_BIND);
+#define RNIC_ACC_ALL 0x3f
+
+uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_reg_mr *p = (void *)cmd->u.raw;
+    uint32_t npages = le32_to_cpu(p->npages);
+    uint32_t access = le32_to_cpu(p->access);
+    g_autofree uint64_t *pages = NULL;
+    struct rnic_mr_attr attr;
+    enum rnic_stag_status st;
+    uint32_t stag;
+
+    if (!npages || npages > RNIC_PBL_MAX_PAGES || (access & ~RNIC_ACC_ALL) ||
+        (p->policy & 0x7f) > RNIC_MR_POLICY_ONE_SHOT) {
+        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_PARAM,
+                             "npages, access or policy out of range");
+    }
+    if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
+        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_HANDLE, "no such PD");
+    }
+    pages = g_new(uint64_t, npages);
+    if (pci_dma_read(PCI_DEVICE(s), le64_to_cpu(p->pbl_addr), pages,
+                     npages * sizeof(uint64_t))) {
+        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_DMA,
+                             "page list not readable");
+    }
+    for (uint32_t i = 0; i < npages; i++) {
+        pages[i] = le64_to_cpu(pages[i]);
+    }
+    attr = (struct rnic_mr_attr) {
+        .pd = le32_to_cpu(p->pdn),
+        .key = p->key,
+        .access = access,
+        .policy = rnic_policy(p->policy),
+        .remote_invalidate = !(p->policy & RNIC_MR_NO_REMOTE_INV),
+        .pages = pages,
+        .npages = npages,
+        .page_shift = p->page_shift,
+        .first_byte_offset = le32_to_cpu(p->first_byte_offset),
+        .length = le64_to_cpu(p->length),
+        .base_to = le64_to_cpu(p->iova),
+    };
+    st = rnic_mr_register(s->stags, &attr, &stag);
+    if (st == RNIC_STAG_OK) {
+        p->stag = cpu_to_le32(stag);
+    }
+    return rnic_stag_result("REG_MR", st);
+}
+
+uint16_t rnic_cmd_dereg_mr(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_stag *p = (void *)cmd->u.raw;
+
+    return rnic_stag_result("DEREG_MR",
+                            rnic_mr_deregister(s->stags, le32_to_cpu(p->stag)));
+}
+
+uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_alloc_mw *p = (void *)cmd->u.raw;
+    enum rnic_stag_status st;
+    uint32_t stag;
+
+    if (p->type != 1 && p->type != 2) {
+        return rnic_cmd_fail("ALLOC_MW", RNIC_CMD_ERR_PARAM,
+                             "window type must be 1 or 2");
+    }
+    if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
+        return rnic_cmd_fail("ALLOC_MW", RNIC_CMD_ERR_HANDLE, "no such PD");
+    }
+    st = rnic_mw_alloc(s->stags, le32_to_cpu(p->pdn),
+                       p->type == 1 ? RNIC_STAG_MW_TYPE1 : RNIC_STAG_MW_TYPE2,
+                       p->key, &stag);
+    if (st == RNIC_STAG_OK) {
+        p->stag = cpu_to_le32(stag);
+    }
+    return rnic_stag_result("ALLOC_MW", st);
+}
+
+uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_bind_mw *p = (void *)cmd->u.raw;
+    uint32_t mw = le32_to_cpu(p->mw_stag);
+    struct rnic_stag_info info;
+    struct rnic_mw_bind_attr attr;
+    enum rnic_stag_status st;
+    uint32_t new_stag;
+
+    st = rnic_stag_query(s->stags, mw, &info);
+    if (st != RNIC_STAG_OK) {
+        return rnic_stag_result("BIND_MW", st);
+    }
+    if (info.kind != RNIC_STAG_MW_TYPE1) {
+        return rnic_cmd_fail("BIND_MW", RNIC_CMD_ERR_PARAM,
+                             "only type 1 windows are bound by command");
+    }
+    attr = (struct rnic_mw_bind_attr) {
+        .mr_stag = le32_to_cpu(p->mr_stag),
+        .pd = info.pd,
+        .key = p->key,
+        .access = le32_to_cpu(p->access),
+        .policy = rnic_policy(p->policy),
+        .remote_invalidate = false,
+        .to = le64_to_cpu(p->addr),
+        .length = le64_to_cpu(p->length),
+    };
+    st = rnic_mw_bind(s->stags, mw, &attr, &new_stag);
+    if (st == RNIC_STAG_OK) {
+        p->new_stag = cpu_to_le32(new_stag);
+    }
+    return rnic_stag_result("BIND_MW", st);
+}
+
+uint16_t rnic_cmd_dealloc_mw(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_stag *p = (void *)cmd->u.raw;
+
+    return rnic_stag_result("DEALLOC_MW",
+                            rnic_mw_dealloc(s->stags, le32_to_cpu(p->stag)));
+}
+
+uint16_t rnic_cmd_invalidate(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_stag *p = (void *)cmd->u.raw;
+    uint32_t stag = le32_to_cpu(p->stag);
+    struct rnic_stag_info info;
+    enum rnic_stag_status st = rnic_stag_query(s->stags, stag, &info);
+
+    if (st == RNIC_STAG_OK) {
+        st = rnic_stag_invalidate_local(s->stags, stag, info.pd);
+    }
+    return rnic_stag_result("INVALIDATE", st);
+}
+
+/* ---- CQs ---- */
+
+RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn)
+{
+    return cqn && cqn <= s->limits.max_cq ? s->cqs[cqn - 1] : NULL;
+}
+
+static void rnic_cq_notify(void *opaque, struct rnic_cq *core)
+{
+    RnicCq *cq = opaque;
+
+    cq->irq_pending = true;
+}
+
+static bool rnic_ring_ok(uint64_t base, uint32_t log_size, uint32_t max)
+{
+    return base && !(base & 0xfff) && log_size >= 1 && log_size <= 16 &&
+           (1u << log_size) <= max;
+}
+
+uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_create_cq *p = (void *)cmd->u.raw;
+    uint64_t ring = le64_to_cpu(p->ring_addr);
+    uint32_t i;
+    RnicCq *cq;
+
+    if (!rnic_ring_ok(ring, p->log_size, s->limits.max_cqe) ||
+        p->msix_vector == RNIC_MSIX_VEC_ADMIN ||
+        p->msix_vector >= RNIC_MSIX_VECTORS) {
+        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
+                             "ring address, size or vector out of range");
+    }
+    for (i = 0; i < s->limits.max_cq && s->cqs[i]; i++) {
+        continue;
+    }
+    if (i == s->limits.max_cq) {
+        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_RESOURCE,
+                             "all CQs in use");
+    }
+    cq = g_new0(RnicCq, 1);
+    cq->cqn = i + 1;
+    cq->ring = ring;
+    cq->log_size = p->log_size;
+    cq->vector = p->msix_vector;
+    cq->core = rnic_cq_new(1u << p->log_size, rnic_cq_notify, cq);
+    s->cqs[i] = cq;
+    p->cqn = cpu_to_le32(cq->cqn);
+    return RNIC_CMD_OK;
+}
+
+static void rnic_cq_free(RnicState *s, RnicCq *cq)
+{
+    s->cqs[cq->cqn - 1] = NULL;
+    rnic_cq_destroy(cq->core);
+    g_free(cq);
+}
+
+uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_create_cq *p = (void *)cmd->u.raw;
+    RnicCq *cq = rnic_cq_get(s, le32_to_cpu(p->cqn));
+
+    if (!cq) {
+        return rnic_cmd_fail("DESTROY_CQ", RNIC_CMD_ERR_HANDLE, "no such CQ");
+    }
+    if (rnic_cq_refcount(cq->core)) {
+        return rnic_cmd_fail("DESTROY_CQ", RNIC_CMD_ERR_BUSY,
+                             "QPs still use the CQ");
+    }
+    rnic_cq_free(s, cq);
+    return RNIC_CMD_OK;
+}
+
+/* ---- SRQs ---- */
+
+RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn)
+{
+    return srqn && srqn <= s->limits.max_srq ? s->srqs[srqn - 1] : NULL;
+}
+
+uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_srq *p = (void *)cmd->u.raw;
+    uint64_t ring = le64_to_cpu(p->ring_addr);
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    RnicSrq *srq;
+    uint32_t i;
+
+    if (!rnic_ring_ok(ring, p->log_size, s->limits.max_qp_wr)) {
+        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
+                             "ring address or size out of range");
+    }
+    for (i = 0; i < s->limits.max_srq && s->srqs[i]; i++) {
+        continue;
+    }
+    if (i == s->limits.max_srq) {
+        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_RESOURCE,
+                             "all SRQs in use");
+    }
+    if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
+        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_HANDLE, "no such PD");
+    }
+    srq = g_new0(RnicSrq, 1);
+    srq->srqn = i + 1;
+    srq->pdn = pdn;
+    srq->ring = ring;
+    srq->log_size = p->log_size;
+    srq->core = rnic_srq_new(1u << p->log_size, RNIC_WQE_MAX_SGE);
+    s->srqs[i] = srq;
+    p->srqn = cpu_to_le32(srq->srqn);
+    return RNIC_CMD_OK;
+}
+
+/* After the core's SRQ is gone. */
+static void rnic_srq_release(RnicState *s, RnicSrq *srq)
+{
+    s->srqs[srq->srqn - 1] = NULL;
+    rnic_pd_put(s->stags, srq->pdn);
+    g_free(srq);
+}
+
+uint16_t rnic_cmd_destroy_srq(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_srq *p = (void *)cmd->u.raw;
+    RnicSrq *srq = rnic_srq_get(s, le32_to_cpu(p->srqn));
+
+    if (!srq) {
+        return rnic_cmd_fail("DESTROY_SRQ", RNIC_CMD_ERR_HANDLE,
+                             "no such SRQ");
+    }
+    if (rnic_srq_destroy(srq->core) == -EBUSY) {
+        return rnic_cmd_fail("DESTROY_SRQ", RNIC_CMD_ERR_BUSY,
+                             "QPs still use the SRQ");
+    }
+    rnic_srq_release(s, srq);
+    return RNIC_CMD_OK;
+}
+
+/* ---- QPs ---- */
+
+RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn)
+{
+    void *qp = NULL;
+
+    if (rnic_qpn_lookup(s->qpns, qpn, &qp) != RNIC_QPN_LIVE) {
+        return NULL;
+    }
+    return qp;
+}
+
+static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_create_qp *p,
+                              RnicCq **scq, RnicCq **rcq, RnicSrq **srq)
+{
+    uint32_t srqn = le32_to_cpu(p->srqn);
+
+    *scq = rnic_cq_get(s, le32_to_cpu(p->send_cqn));
+    *rcq = rnic_cq_get(s, le32_to_cpu(p->recv_cqn));
+    *srq = srqn == RNIC_NO_SRQ ? NULL : rnic_srq_get(s, srqn);
+    if (!*scq || !*rcq || (srqn != RNIC_NO_SRQ && !*srq)) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
+                             "no such CQ or SRQ");
+    }
+    if (!rnic_ring_ok(le64_to_cpu(p->sq_addr), p->sq_log_size,
+                      s->limits.max_qp_wr) ||
+        (!*srq && !rnic_ring_ok(le64_to_cpu(p->rq_addr), p->rq_log_size,
+                                s->limits.max_qp_wr))) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
+                             "queue address or size out of range");
+    }
+    if (*srq && (*srq)->pdn != le32_to_cpu(p->pdn)) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_ACCESS,
+                             "SRQ belongs to another PD");
+    }
+    return RNIC_CMD_OK;
+}
+
+uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_create_qp *p = (void *)cmd->u.raw;
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    struct rnic_qp_attr attr;
+    RnicCq *scq, *rcq;
+    RnicSrq *srq;
+    uint16_t status = rnic_qp_check(s, p, &scq, &rcq, &srq);
+    RnicQp *qp;
+    int ret;
+
+    if (status != RNIC_CMD_OK) {
+        return status;
+    }
+    if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE, "no such PD");
+    }
+    qp = g_new0(RnicQp, 1);
+    ret = rnic_qpn_alloc(s->qpns, qp, &qp->qpn);
+    if (ret) {
+        rnic_pd_put(s->stags, pdn);
+        g_free(qp);
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_RESOURCE,
+                             ret == -EAGAIN ? "free QP numbers are all in "
+                             "timewait" : "all QPs in use");
+    }
+    attr = (struct rnic_qp_attr) {
+        .sq_depth = 1u << p->sq_log_size,
+        .rq_depth = srq ? 0 : 1u << p->rq_log_size,
+        .max_send_sge = RNIC_WQE_MAX_SGE,
+        .max_recv_sge = RNIC_WQE_MAX_SGE,
+        .max_ord = s->limits.max_ord,
+        .max_ird = s->limits.max_ird,
+        .atomics = true,
+        .send_cq = scq->core,
+        .recv_cq = rcq->core,
+        .srq = srq ? srq->core : NULL,
+    };
+    qp->core = rnic_qp_new(qp->qpn, &attr);
+    g_assert(qp->core);     /* every attribute was checked above */
+    qp->pdn = pdn;
+    qp->scq = scq;
+    qp->rcq = rcq;
+    qp->srq = srq;
+    qp->sq_ring = le64_to_cpu(p->sq_addr);
+    qp->rq_ring = le64_to_cpu(p->rq_addr);
+    qp->sq_log = p->sq_log_size;
+    qp->rq_log = p->rq_log_size;
+    p->qpn = cpu_to_le32(qp->qpn);
+    return RNIC_CMD_OK;
+}
+
+static void rnic_qp_release(RnicState *s, RnicQp *qp)
+{
+    if (qp->kicked) {
+        QTAILQ_REMOVE(&s->kicked, qp, kick_link);
+    }
+    rnic_qp_free(qp->core);
+    rnic_pd_put(s->stags, qp->pdn);
+    rnic_qpn_free(s->qpns, qp->qpn);
+    g_free(qp);
+}
+
+uint16_t rnic_cmd_destroy_qp(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_create_qp *p = (void *)cmd->u.raw;
+    RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
+
+    if (!qp) {
+        return rnic_cmd_fail("DESTROY_QP", RNIC_CMD_ERR_HANDLE, "no such QP");
+    }
+    rnic_qp_release(s, qp);
+    return RNIC_CMD_OK;
+}
+
+uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_modify_qp *p = (void *)cmd->u.raw;
+    uint32_t mask = le32_to_cpu(p->mask);
+    RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
+    int ret;
+
+    if (!qp) {
+        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_HANDLE, "no such QP");
+    }
+    if (mask & ~(RNIC_MODIFY_STATE | RNIC_MODIFY_IRD_ORD)) {
+        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM, "unknown mask");
+    }
+    if (mask & RNIC_MODIFY_IRD_ORD) {
+        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_STATE,
+                             "IRD/ORD are set by CONNECT and ACCEPT");
+    }
+    if (!(mask & RNIC_MODIFY_STATE)) {
+        return RNIC_CMD_OK;
+    }
+    if (p->state != RNIC_QPS_IDLE && p->state != RNIC_QPS_ERROR) {
+        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM,
+                             "only IDLE or ERROR can be requested");
+    }
+    ret = rnic_qp_modify(qp->core, (enum rnic_qp_state)p->state);
+    rnic_cqs_flush_to_guest(s);
+    if (ret == -EINVAL || ret == -EBUSY) {
+        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_STATE,
+                             "transition not allowed from this state");
+    }
+    return RNIC_CMD_OK;
+}
+
+uint16_t rnic_cmd_query_qp(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_query_qp *p = (void *)cmd->u.raw;
+    RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
+
+    if (!qp) {
+        return rnic_cmd_fail("QUERY_QP", RNIC_CMD_ERR_HANDLE, "no such QP");
+    }
+    p->state = qp->core->state;     /* same numbering as the ABI */
+    p->ird = cpu_to_le16(qp->core->ird);
+    p->ord = cpu_to_le16(qp->core->ord);
+    p->sq_cons = cpu_to_le32(qp->sq_fetched);
+    p->rq_cons = cpu_to_le32(qp->rq_fetched);
+    return RNIC_CMD_OK;
+}
+
+/* QUERY_QP reports the core's state as is: the numbering is the same. */
+QEMU_BUILD_BUG_ON((int)RNIC_QP_IDLE != (int)RNIC_QPS_IDLE ||
+                  (int)RNIC_QP_RTS != (int)RNIC_QPS_RTS ||
+                  (int)RNIC_QP_CLOSING != (int)RNIC_QPS_CLOSING ||
+                  (int)RNIC_QP_TERMINATE != (int)RNIC_QPS_TERMINATE ||
+                  (int)RNIC_QP_ERROR != (int)RNIC_QPS_ERROR);
+
+/* ---- the tables ---- */
+
+static uint64_t rnic_clock_ms(void *opaque)
+{
+    return qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+}
+
+static struct rnic_stag_table *rnic_stag_table_for(RnicState *s)
+{
+    struct rnic_stag_table_params params = {
+        .max_stags = s->limits.max_mr + s->limits.max_mw,
+        .max_pds = s->limits.max_pd,
+        .default_policy = s->stag_one_shot ? RNIC_STAG_ONE_SHOT
+                                           : RNIC_STAG_PERSISTENT,
+    };
+
+    return rnic_stag_table_new(&params);
+}
+
+bool rnic_verbs_init(RnicState *s, Error **errp)
+{
+    if (!s->stag_default || !strcmp(s->stag_default, "persistent")) {
+        s->stag_one_shot = false;
+    } else if (!strcmp(s->stag_default, "one-shot")) {
+        s->stag_one_shot = true;
+    } else {
+        error_setg(errp, "rnic: stag-default must be persistent or one-shot");
+        return false;
+    }
+    if (!s->limits.max_pd || !s->limits.max_mr || !s->limits.max_cq ||
+        !s->limits.max_qp || s->limits.max_qp >= (1u << 16) ||
+        s->limits.max_cq >= (1u << 16) || s->limits.max_srq >= (1u << 16) ||
+        s->limits.max_ird > RNIC_QP_MAX_RD ||
+        s->limits.max_ord > RNIC_QP_MAX_RD) {
+        error_setg(errp, "rnic: a limit property is out of range (PDs, MRs, "
+                   "CQs and QPs at least 1; QPs, CQs, SRQs below 65536; IRD "
+                   "and ORD at most %u)", RNIC_QP_MAX_RD);
+        return false;
+    }
+    s->stags = rnic_stag_table_for(s);
+    s->qpns = rnic_qpn_table_new(s->limits.max_qp + 1, s->timewait_ms,
+                                 rnic_clock_ms, s);
+    if (!s->stags || !s->qpns) {
+        error_setg(errp, "rnic: cannot allocate the protection or QP tables");
+        return false;
+    }
+    s->cqs = g_new0(RnicCq *, s->limits.max_cq);
+    s->srqs = g_new0(RnicSrq *, s->limits.max_srq);
+    QTAILQ_INIT(&s->kicked);
+    return true;
+}
+
+/*
+ * Destroys every object, QPs first since they hold the others.  QP numbers
+ * go through timewait as usual, so traffic of an old QP cannot reach a QP
+ * created after the reset.
+ */
+void rnic_verbs_reset(RnicState *s)
+{
+    void *qp;
+
+    for (uint32_t n = 1; n <= s->limits.max_qp; n++) {
+        if (rnic_qpn_lookup(s->qpns, n, &qp) == RNIC_QPN_LIVE) {
+            rnic_qp_release(s, qp);
+        }
+    }
+    for (uint32_t i = 0; i < s->limits.max_srq; i++) {
+        if (s->srqs[i]) {
+            rnic_srq_destroy(s->srqs[i]->core);
+            rnic_srq_release(s, s->srqs[i]);
+        }
+    }
+    for (uint32_t i = 0; i < s->limits.max_cq; i++) {
+        if (s->cqs[i]) {
+            rnic_cq_free(s, s->cqs[i]);
+        }
+    }
+    rnic_stag_table_free(s->stags);
+    s->stags = rnic_stag_table_for(s);
+}
+
+void rnic_verbs_fini(RnicState *s)
+{
+    rnic_verbs_reset(s);
+    rnic_stag_table_free(s->stags);
+    rnic_qpn_table_free(s->qpns);
+    g_free(s->cqs);
+    g_free(s->srqs);
+}
