@@ -30,7 +30,7 @@ QEMU_BIN   := $(BUILD)/qemu-system-x86_64
 # Debian's firmware packages; QEMU run from its build folder looks for its
 # --firmwarepath under qemu-bundle/, so they are linked there.
 FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
-QTESTS     := rnic-test device-introspect-test
+QTESTS     := rnic-test rnic-cm-test device-introspect-test
 
 .PHONY: all core qemu check check-unit check-qtest run clean distclean
 
@@ -56,7 +56,9 @@ need-configure:
 	@test -f $(BUILD)/config.mk || \
 	  { echo "make: QEMU is not configured; run ./configure (see README.md)"; exit 1; }
 
+# Laying the device again is cheap and picks up new test files.
 qemu: need-configure
+	@bash scripts/lay-device.sh $(QEMU_SRC) $(CURDIR)
 	ninja -C $(QEMU_BUILD) qemu-system-x86_64
 	@ln -sf qemu/qemu-system-x86_64 $(QEMU_BIN)
 	@for d in $(FIRMWARE_DIRS); do \

@@ -18,17 +18,32 @@ link() {    # link TARGET LINKNAME
     fi
 }
 
-# add_after FILE ANCHOR-REGEX LINE: insert LINE after the first line matching
-# ANCHOR-REGEX, unless LINE is already there.
-add_after() {
-    grep -qxF "$3" "$1" && return
-    grep -qE "$2" "$1" || {
-        echo "lay-device: cannot find '$2' in $1: is this QEMU 10.0?" >&2
-        exit 1
-    }
-    awk -v anchor="$2" -v line="$3" \
-        '{ print } !done && $0 ~ anchor { print line; done = 1 }' "$1" > "$1.rnic-tmp"
-    mv "$1.rnic-tmp" "$1"
+# wire FILE ANCHOR-REGEX LINE [ANCHOR-REGEX LINE ...]: FILE without the
+# lines an earlier run added (those carrying the marker, or equal to a LINE),
+# plus each LINE after the first line matching its ANCHOR.  The file is
+# rewritten only when that changes it, so meson does not reconfigure.
+wire() {
+    local file=$1 tmp=$1.rnic-tmp
+    shift
+    grep -vF -e " $mark" "$file" > "$tmp" || true
+    while [ $# -gt 0 ]; do
+        grep -qE "$1" "$tmp" || {
+            echo "lay-device: cannot find '$1' in $file: is this QEMU 10.0?" >&2
+            rm -f "$tmp"
+            exit 1
+        }
+        awk -v anchor="$1" -v line="$2" '
+            $0 == line { next }
+            { print }
+            !done && $0 ~ anchor { print line; done = 1 }' "$tmp" > "$tmp.1"
+        mv "$tmp.1" "$tmp"
+        shift 2
+    done
+    if cmp -s "$file" "$tmp"; then
+        rm -f "$tmp"
+    else
+        mv "$tmp" "$file"
+    fi
 }
 
 link "$repo/hw/rnic" "$qemu/hw/rnic"
@@ -38,10 +53,16 @@ link "$repo/hw/rnic/rnic-devices.mak" "$qemu/configs/devices/x86_64-softmmu/rnic
 for t in "$repo"/tests/qtest/*.c; do
     link "$t" "$qemu/tests/qtest/$(basename "$t")"
 done
+for t in "$repo"/tests/qtest/libqos/*.[ch]; do
+    link "$t" "$qemu/tests/qtest/libqos/$(basename "$t")"
+done
 
-add_after "$qemu/hw/meson.build" "^subdir\('xenpv'\)" "subdir('rnic-core') $mark"
-add_after "$qemu/hw/meson.build" "^subdir\('rnic-core'\)" "subdir('rnic') $mark"
-add_after "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
-add_after "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
-add_after "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
-    "qtests_x86_64 += ['rnic-test'] $mark"
+wire "$qemu/hw/meson.build" \
+    "^subdir\('xenpv'\)" "subdir('rnic-core') $mark" \
+    "^subdir\('rnic-core'\)" "subdir('rnic') $mark"
+wire "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
+wire "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
+wire "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
+    "qtests_x86_64 += ['rnic-test', 'rnic-cm-test'] $mark"
+wire "$qemu/tests/qtest/libqos/meson.build" "^        'e1000e.c',$" \
+    "        'rnic.c', $mark"

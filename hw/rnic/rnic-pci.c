@@ -14,6 +14,7 @@
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
+#include "monitor/monitor.h"
 #include "rnic.h"
 #include "rnic-core.h"
 #include "trace.h"
@@ -33,6 +34,7 @@ void rnic_irq(RnicState *s, unsigned vector)
 /* The documented reset state (docs/spec.md "Reset"). */
 void rnic_soft_reset(RnicState *s)
 {
+    rnic_cm_reset(s);
     rnic_verbs_reset(s);
     s->scratch = 0;
     s->status = 0;
@@ -57,6 +59,11 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     if (!rnic_verbs_init(s, errp)) {
+        return;
+    }
+    if (!rnic_cm_init(s, errp)) {
+        rnic_cm_fini(s);
+    rnic_verbs_fini(s);
         return;
     }
     rnic_dma_init(s);
@@ -109,6 +116,8 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),
     DEFINE_PROP_UINT32("timewait-ms", RnicState, timewait_ms, 1000),
     DEFINE_PROP_STRING("stag-default", RnicState, stag_default),
+    DEFINE_PROP_STRING("listen-allow", RnicState, listen_allow_str),
+    DEFINE_PROP_STRING("peer-allow", RnicState, peer_allow_str),
 };
 
 /*
@@ -119,6 +128,36 @@ static const VMStateDescription rnic_vmstate = {
     .name = "rnic",
     .unmigratable = 1,
 };
+
+/*
+ * qom-set DEV handoff-fd NAME[:initiator]: offer a TCP connection made
+ * outside QEMU (passed with QMP getfd) to the guest as a pending
+ * connection (seed 004).
+ */
+static void rnic_set_handoff_fd(Object *obj, const char *value, Error **errp)
+{
+    RnicState *s = RNIC(obj);
+    g_auto(GStrv) parts = g_strsplit(value, ":", 2);
+    bool initiator = parts[0] && parts[1] && !strcmp(parts[1], "initiator");
+    int fd;
+
+    if (!DEVICE(obj)->realized) {
+        error_setg(errp, "rnic: handoff-fd needs a realized device");
+        return;
+    }
+    if (!parts[0] || (parts[1] && !initiator &&
+                      strcmp(parts[1], "responder"))) {
+        error_setg(errp, "rnic: handoff-fd takes NAME[:initiator|:responder]");
+        return;
+    }
+    fd = monitor_fd_param(monitor_cur(), parts[0], errp);
+    if (fd < 0) {
+        return;
+    }
+    if (!rnic_cm_hand_in_fd(s, fd, initiator, errp)) {
+        close(fd);
+    }
+}
 
 static void rnic_instance_init(Object *obj)
 {
@@ -138,10 +177,18 @@ static void rnic_instance_init(Object *obj)
         { "mpa-rev", "MPA revision to offer: 1 or 2 (RFC 6581)" },
         { "timewait-ms", "a destroyed QP's number is not reused for this "
           "long (virtual clock)" },
+        { "listen-allow", "comma-separated address[/prefix] list the guest "
+          "may LISTEN on (default 127.0.0.0/8,::1)" },
+        { "peer-allow", "comma-separated address[/prefix] list the guest "
+          "may CONNECT to (default 127.0.0.0/8,::1)" },
         { "stag-default", "invalidation policy of STags that do not choose: "
           "persistent (default) or one-shot" },
     };
 
+    object_property_add_str(obj, "handoff-fd", NULL, rnic_set_handoff_fd);
+    object_property_set_description(obj, "handoff-fd",
+        "write-only: NAME[:initiator|:responder] of a connected TCP socket "
+        "passed with QMP getfd; the guest sees it as a pending connection");
     for (size_t i = 0; i < ARRAY_SIZE(prop_desc); i++) {
         object_property_set_description(obj, prop_desc[i].name,
                                         prop_desc[i].desc);

@@ -466,6 +466,7 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
 
 static void rnic_qp_release(RnicState *s, RnicQp *qp)
 {
+    rnic_cm_qp_gone(s, qp);
     if (qp->kicked) {
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
     }

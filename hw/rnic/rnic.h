@@ -14,9 +14,12 @@
 #include "qom/object.h"
 #include "rnic/rnic-abi.h"
 #include "dma.h"
+#include "mpa.h"
 
 #define TYPE_RNIC "rnic"
 OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
+
+typedef struct RnicConn RnicConn;
 
 /* A ring in guest memory described by base/log-size registers. */
 typedef struct RnicRing {
@@ -71,9 +74,53 @@ typedef struct RnicQp {
     uint8_t sq_log, rq_log;
     uint16_t sq_fetched, rq_fetched;    /* WQEs taken from the guest rings */
     uint16_t sq_prod, rq_prod;          /* the last doorbells */
+    RnicConn *conn;                     /* the adopted connection */
     bool kicked;                        /* on RnicState.kicked */
     QTAILQ_ENTRY(RnicQp) kick_link;
 } RnicQp;
+
+/* An IPv4 or IPv6 prefix of listen-allow / peer-allow. */
+typedef struct RnicPrefix {
+    int family;
+    uint8_t addr[16];
+    unsigned bits;
+} RnicPrefix;
+
+#define RNIC_MAX_LISTENERS  16
+
+typedef struct RnicListener {
+    RnicState *s;
+    uint32_t id;            /* 0: free slot */
+    int fd;
+    struct rnic_sockaddr local;
+} RnicListener;
+
+typedef enum RnicConnState {
+    RNIC_CONN_CONNECTING,   /* TCP connect in progress (CONNECT) */
+    RNIC_CONN_WAIT_REPLY,   /* our MPA Request sent */
+    RNIC_CONN_WAIT_REQUEST, /* accepted by the host, MPA Request expected */
+    RNIC_CONN_PENDING,      /* reported to the guest: ACCEPT or REJECT */
+    RNIC_CONN_RTS,          /* adopted by a QP: the stream is the QP's */
+    RNIC_CONN_CLOSING,      /* sending what is left, then close */
+} RnicConnState;
+
+struct RnicConn {
+    RnicState *s;
+    uint32_t id;
+    int fd;
+    RnicConnState state;
+    bool initiator;         /* we send the MPA Request */
+    uint32_t listener_id;   /* RNIC_LISTENER_HANDED_IN for handed-in fds */
+    struct RnicQp *qp;
+    struct rnic_mpa_conn mpa;
+    struct rnic_sockaddr local, peer;
+    /* MPA frame (or Reject) still to be written */
+    uint8_t out[RNIC_MPA_FRAME_MAX];
+    size_t out_len, out_off;
+    /* bytes read past the peer's MPA frame: the first FPDUs */
+    uint8_t early[2048];
+    size_t early_len;
+};
 
 struct RnicState {
     PCIDevice parent_obj;
@@ -96,6 +143,16 @@ struct RnicState {
     RnicSrq **srqs;         /* [max_srq], srqn = index + 1 */
     QEMUBH *wq_bh;
     QTAILQ_HEAD(, RnicQp) kicked;
+
+    /* connections (rnic-cm.c) */
+    RnicListener listeners[RNIC_MAX_LISTENERS];
+    RnicConn **conns;       /* [max_conns] */
+    uint32_t max_conns;
+    uint16_t conn_gen;
+    GArray *listen_allow;   /* of RnicPrefix */
+    GArray *peer_allow;
+    char *listen_allow_str;
+    char *peer_allow_str;
 
     /* properties */
     RnicLimits limits;
@@ -134,6 +191,16 @@ void rnic_wq_run(void *opaque);
 void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq);
 void rnic_cqs_flush_to_guest(RnicState *s);
 void rnic_dma_init(RnicState *s);
+
+/* rnic-cm.c */
+RnicCmdFn rnic_cmd_listen, rnic_cmd_unlisten, rnic_cmd_connect,
+    rnic_cmd_accept, rnic_cmd_reject, rnic_cmd_disconnect,
+    rnic_cmd_query_conn;
+bool rnic_cm_init(RnicState *s, Error **errp);
+void rnic_cm_reset(RnicState *s);
+void rnic_cm_fini(RnicState *s);
+void rnic_cm_qp_gone(RnicState *s, RnicQp *qp);
+bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp);
 
 /* rnic-eq.c */
 void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libqos helpers for the rnic device (see rnic.h).
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "standard-headers/linux/pci_regs.h"
+#include "rnic.h"
+
+
+
+static void rnic_find(QPCIDevice *dev, int devfn, void *data)
+{
+    *(QPCIDevice **)data = dev;
+}
+
+uint32_t rnic_rd(RnicTest *t, uint32_t reg)
+{
+    return qpci_io_readl(t->dev, t->regs, reg);
+}
+
+void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val)
+{
+    qpci_io_writel(t->dev, t->regs, reg, val);
+}
+
+/*
+ * Unmask every MSI-X vector and point it at a word of guest memory, so that
+ * an interrupt shows up as RNIC_TEST_MSI_MAGIC | vector written there.
+ */
+void rnic_msix_setup(RnicTest *t)
+{
+    qpci_msix_enable(t->dev);
+    t->msi_mem = guest_alloc(&t->alloc, 4 * RNIC_MSIX_VECTORS);
+    for (int v = 0; v < RNIC_MSIX_VECTORS; v++) {
+        uint64_t e = t->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
+
+        qtest_writel(t->qts, t->msi_mem + 4 * v, 0);
+        qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                       e + PCI_MSIX_ENTRY_LOWER_ADDR, t->msi_mem + 4 * v);
+        qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                       e + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
+        qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                       e + PCI_MSIX_ENTRY_DATA, RNIC_TEST_MSI_MAGIC | v);
+        qpci_io_writel(t->dev, t->dev->msix_table_bar,
+                       e + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+    }
+}
+
+/* True once vector @v has fired since the last call; re-arms the word. */
+bool rnic_msix_fired(RnicTest *t, int v)
+{
+    uint32_t word = qtest_readl(t->qts, t->msi_mem + 4 * v);
+
+    if (word == (RNIC_TEST_MSI_MAGIC | v)) {
+        qtest_writel(t->qts, t->msi_mem + 4 * v, 0);
+        return true;
+    }
+    g_assert_cmphex(word, ==, 0);
+    return false;
+}
+
+void rnic_test_start(RnicTest *t, const char *extra)
+{
+    memset(t, 0, sizeof(*t));
+    t->qts = qtest_initf("-M q35 -nodefaults -device rnic%s",
+                         extra ? extra : "");
+    pc_alloc_init(&t->alloc, t->qts, ALLOC_NO_FLAGS);
+    t->bus = qpci_new_pc(t->qts, &t->alloc);
+    qpci_device_foreach(t->bus, RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID,
+                        rnic_find, &t->dev);
+    g_assert_nonnull(t->dev);
+    qpci_device_enable(t->dev);
+    t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
+}
+
+/* Program both rings and enable the device, as a driver's probe does. */
+void rnic_test_enable(RnicTest *t)
+{
+    rnic_msix_setup(t);
+    t->cmdq = guest_alloc(&t->alloc, 4096);
+    t->eq = guest_alloc(&t->alloc, 4096);
+    g_assert_cmphex(t->cmdq & 0xfff, ==, 0);
+    g_assert_cmphex(t->eq & 0xfff, ==, 0);
+    qtest_memset(t->qts, t->eq, 0, 4096);
+    rnic_wr(t, RNIC_REG_CMDQ_BASE_LO, t->cmdq);
+    rnic_wr(t, RNIC_REG_CMDQ_BASE_HI, t->cmdq >> 32);
+    rnic_wr(t, RNIC_REG_CMDQ_LOG_SIZE, RNIC_TEST_CMDQ_LOG);
+    rnic_wr(t, RNIC_REG_EQ_BASE_LO, t->eq);
+    rnic_wr(t, RNIC_REG_EQ_BASE_HI, t->eq >> 32);
+    rnic_wr(t, RNIC_REG_EQ_LOG_SIZE, RNIC_TEST_EQ_LOG);
+    rnic_wr(t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
+    g_assert_cmphex(rnic_rd(t, RNIC_REG_STATUS) & RNIC_STATUS_READY, ==,
+                    RNIC_STATUS_READY);
+}
+
+void rnic_test_stop(RnicTest *t)
+{
+    qpci_iounmap(t->dev, t->regs);
+    g_free(t->dev);
+    qpci_free_pc(t->bus);
+    alloc_destroy(&t->alloc);
+    qtest_quit(t->qts);
+}
+
+/* Posts one command, waits for its status and returns the slot. */
+struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
+                         const void *payload, size_t len)
+{
+    uint64_t slot = t->cmdq + (t->cmd_prod & ((1u << RNIC_TEST_CMDQ_LOG) - 1)) *
+                    RNIC_CMD_SIZE;
+    struct rnic_cmd cmd = {
+        .opcode = opcode,
+        .flags = RNIC_CMD_FLAG_IRQ,
+        .status = cpu_to_le16(RNIC_CMD_STATUS_PENDING),
+        .cookie = cpu_to_le32(0xc0ffee00 | t->cmd_prod),
+    };
+    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+
+    g_assert_cmpuint(len, <=, sizeof(cmd.u));
+    memcpy(cmd.u.raw, payload, len);
+    qtest_memwrite(t->qts, slot, &cmd, sizeof(cmd));
+    rnic_wr(t, RNIC_REG_CMDQ_PROD, ++t->cmd_prod);
+    while (!rnic_msix_fired(t, RNIC_MSIX_VEC_ADMIN)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        qtest_clock_step(t->qts, 10000);
+    }
+    qtest_memread(t->qts, slot, &cmd, sizeof(cmd));
+    g_assert_cmpuint(rnic_rd(t, RNIC_REG_CMDQ_CONS), ==, t->cmd_prod);
+    g_assert_cmphex(le32_to_cpu(cmd.cookie), ==, 0xc0ffee00 | (t->cmd_prod - 1));
+    return cmd;
+}
+
+
+/* Runs a command that must succeed. */
+struct rnic_cmd rnic_cmd_ok(RnicTest *t, uint8_t opcode,
+                            const void *payload, size_t len)
+{
+    struct rnic_cmd cmd = rnic_cmd(t, opcode, payload, len);
+
+    g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_OK);
+    return cmd;
+}
+
+uint16_t rnic_cmd_status(RnicTest *t, uint8_t opcode,
+                         const void *payload, size_t len)
+{
+    return le16_to_cpu(rnic_cmd(t, opcode, payload, len).status);
+}
+
+uint32_t rnic_create_pd(RnicTest *t)
+{
+    struct rnic_cmd cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_PD, NULL, 0);
+
+    return le32_to_cpu(((struct rnic_cmd_pd *)cmd.u.raw)->pdn);
+}
+
+/* A CQ of 2^log entries on @vector; returns the cqn, the ring in *ring. */
+uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
+                        uint64_t *ring)
+{
+    struct rnic_cmd_create_cq p = {
+        .log_size = log,
+        .msix_vector = vector,
+    };
+    struct rnic_cmd cmd;
+
+    *ring = guest_alloc(&t->alloc, MAX(4096, RNIC_CQE_SIZE << log));
+    qtest_memset(t->qts, *ring, 0, RNIC_CQE_SIZE << log);
+    p.ring_addr = cpu_to_le64(*ring);
+    cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_CQ, &p, sizeof(p));
+    return le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
+}
+
+
+uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
+                            uint32_t rcq, uint8_t log, RnicTestQp *qp)
+{
+    struct rnic_cmd_create_qp p = {
+        .pdn = cpu_to_le32(pdn),
+        .send_cqn = cpu_to_le32(scq),
+        .recv_cqn = cpu_to_le32(rcq),
+        .srqn = cpu_to_le32(RNIC_NO_SRQ),
+        .sq_log_size = log,
+        .rq_log_size = log,
+    };
+    struct rnic_cmd cmd;
+
+    memset(qp, 0, sizeof(*qp));
+    qp->log = log;
+    qp->sq = guest_alloc(&t->alloc, MAX(4096, RNIC_SQ_WQE_SIZE << log));
+    qp->rq = guest_alloc(&t->alloc, MAX(4096, RNIC_RQ_WQE_SIZE << log));
+    p.sq_addr = cpu_to_le64(qp->sq);
+    p.rq_addr = cpu_to_le64(qp->rq);
+    cmd = rnic_cmd(t, RNIC_CMD_CREATE_QP, &p, sizeof(p));
+    qp->qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+    return le16_to_cpu(cmd.status);
+}
+
+void rnic_post_recv(RnicTest *t, RnicTestQp *qp,
+                    const struct rnic_rq_wqe *w)
+{
+    uint64_t slot = qp->rq + (qp->rq_prod & ((1u << qp->log) - 1)) *
+                    RNIC_RQ_WQE_SIZE;
+
+    qtest_memwrite(t->qts, slot, w, sizeof(*w));
+    rnic_wr(t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp->qpn, ++qp->rq_prod));
+}
+
+void rnic_post_send(RnicTest *t, RnicTestQp *qp,
+                    const struct rnic_sq_wqe *w)
+{
+    uint64_t slot = qp->sq + (qp->sq_prod & ((1u << qp->log) - 1)) *
+                    RNIC_SQ_WQE_SIZE;
+
+    qtest_memwrite(t->qts, slot, w, sizeof(*w));
+    rnic_wr(t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qp->qpn, ++qp->sq_prod));
+}
+
+void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
+                          uint16_t expect)
+{
+    struct rnic_cmd_modify_qp m = {
+        .qpn = cpu_to_le32(qpn),
+        .mask = cpu_to_le32(RNIC_MODIFY_STATE),
+        .state = state,
+    };
+
+    g_assert_cmphex(rnic_cmd_status(t, RNIC_CMD_MODIFY_QP, &m, sizeof(m)),
+                    ==, expect);
+}
+
+uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn)
+{
+    struct rnic_cmd_query_qp q = { .qpn = cpu_to_le32(qpn) };
+    struct rnic_cmd cmd = rnic_cmd_ok(t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
+
+    return ((struct rnic_cmd_query_qp *)cmd.u.raw)->state;
+}
+
+/* Reads CQ entry @index if the device has written it (phase check). */
+bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log,
+                   uint32_t index, struct rnic_cq_entry *e)
+{
+    uint64_t addr = ring + (index & ((1u << log) - 1)) * RNIC_CQE_SIZE;
+
+    qtest_memread(t->qts, addr, e, sizeof(*e));
+    return e->phase == (((index >> log) & 1) ^ 1);
+}
+
+/* Lets the device's bottom halves run. */
+void rnic_settle(RnicTest *t)
+{
+    qtest_clock_step(t->qts, 1000);
+}
+
+/* Reads the next event if the device has written one. */
+bool rnic_next_event(RnicTest *t, struct rnic_event *ev)
+{
+    uint64_t addr = t->eq + (t->eq_cons & ((1u << RNIC_TEST_EQ_LOG) - 1)) *
+                    RNIC_EVENT_SIZE;
+    uint8_t phase = ((t->eq_cons >> RNIC_TEST_EQ_LOG) & 1) ^ 1;
+
+    qtest_memread(t->qts, addr, ev, sizeof(*ev));
+    if (ev->phase != phase) {
+        return false;
+    }
+    rnic_wr(t, RNIC_REG_EQ_CONS, ++t->eq_cons);
+    return true;
+}
+
+uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf,
+                     uint32_t len, uint32_t access, uint8_t key,
+                            uint32_t *stag)
+{
+    uint32_t npages = (len + 4095) / 4096;
+    uint64_t pbl = guest_alloc(&t->alloc, npages * 8);
+    struct rnic_cmd_reg_mr p = {
+        .pdn = cpu_to_le32(pdn),
+        .access = cpu_to_le32(access),
+        .iova = cpu_to_le64(0x7f0000000000ull),
+        .length = cpu_to_le64(len),
+        .pbl_addr = cpu_to_le64(pbl),
+        .npages = cpu_to_le32(npages),
+        .page_shift = 12,
+        .key = key,
+        .policy = RNIC_MR_POLICY_PERSISTENT,
+    };
+    struct rnic_cmd cmd;
+
+    for (uint32_t i = 0; i < npages; i++) {
+        qtest_writeq(t->qts, pbl + 8 * i, buf + 4096 * i);
+    }
+    cmd = rnic_cmd(t, RNIC_CMD_REG_MR, &p, sizeof(p));
+    *stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
+    return le16_to_cpu(cmd.status);
+}
+
+
+void rnic_wait_event(RnicTest *t, struct rnic_event *ev)
+{
+    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+
+    while (!rnic_next_event(t, ev)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+        rnic_settle(t);
+    }
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libqos helpers for the rnic device: bring-up as a driver does it, the
+ * command queue, events, CQ entries, QPs and memory registration.
+ */
+#ifndef LIBQOS_RNIC_H
+#define LIBQOS_RNIC_H
+
+#include "../libqtest.h"
+#include "pci-pc.h"
+#include "malloc-pc.h"
+#include "rnic/rnic-abi.h"
+
+#define RNIC_TEST_CMDQ_LOG    4
+#define RNIC_TEST_EQ_LOG      3
+#define RNIC_TEST_MSI_MAGIC   0x4d534900u     /* | vector */
+#define RNIC_TEST_TIMEOUT_US  (5 * G_USEC_PER_SEC)
+
+typedef struct RnicTest {
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *bus;
+    QPCIDevice *dev;
+    QPCIBar regs;
+    uint64_t cmdq, eq, msi_mem;
+    uint32_t cmd_prod, eq_cons;
+} RnicTest;
+
+typedef struct RnicTestQp {
+    uint32_t qpn;
+    uint64_t sq, rq;
+    uint8_t log;
+    uint16_t sq_prod, rq_prod;
+} RnicTestQp;
+
+uint32_t rnic_rd(RnicTest *t, uint32_t reg);
+void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val);
+
+/* Bring-up: QEMU with "-device rnic<extra>", then rings and MSI-X. */
+void rnic_test_start(RnicTest *t, const char *extra);
+void rnic_test_enable(RnicTest *t);
+void rnic_test_stop(RnicTest *t);
+
+/* MSI-X vectors write RNIC_TEST_MSI_MAGIC | vector to guest memory. */
+void rnic_msix_setup(RnicTest *t);
+bool rnic_msix_fired(RnicTest *t, int v);
+
+/* Commands: post one and wait for its status. */
+struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode, const void *payload,
+                         size_t len);
+struct rnic_cmd rnic_cmd_ok(RnicTest *t, uint8_t opcode, const void *payload,
+                            size_t len);
+uint16_t rnic_cmd_status(RnicTest *t, uint8_t opcode, const void *payload,
+                         size_t len);
+bool rnic_next_event(RnicTest *t, struct rnic_event *ev);
+/* Waits (in real time: sockets are involved) for the next event. */
+void rnic_wait_event(RnicTest *t, struct rnic_event *ev);
+
+uint32_t rnic_create_pd(RnicTest *t);
+uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf, uint32_t len,
+                     uint32_t access, uint8_t key, uint32_t *stag);
+uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
+                        uint64_t *ring);
+uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
+                            uint32_t rcq, uint8_t log, RnicTestQp *qp);
+void rnic_post_recv(RnicTest *t, RnicTestQp *qp, const struct rnic_rq_wqe *w);
+void rnic_post_send(RnicTest *t, RnicTestQp *qp, const struct rnic_sq_wqe *w);
+void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
+                          uint16_t expect);
+uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn);
+bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t index,
+                   struct rnic_cq_entry *e);
+/* Lets the device's bottom halves run. */
+void rnic_settle(RnicTest *t);
+
+#endif /* LIBQOS_RNIC_H */

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qtest for rnic's connection management.  The test plays the remote iWARP
+ * peer over real TCP sockets on 127.0.0.1: it connects to the device's
+ * listener, accepts the device's connections and speaks MPA by hand, and
+ * hands a connected socket in through QMP getfd (seed 004).
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/sockets.h"
+#include "libqos/rnic.h"
+
+#define MPA_REQ_KEY "MPA ID Req Frame"
+#define MPA_REP_KEY "MPA ID Rep Frame"
+#define MPA_FLAG_R  0x20
+#define MPA_FLAG_C  0x40
+#define MPA_FLAG_ENHANCED 0x10
+#define MPA_HDR     20
+
+typedef struct CmTest {
+    RnicTest t;
+    uint32_t pdn, cqn;
+    uint64_t cq_ring;
+} CmTest;
+
+static void cm_start(CmTest *c, const char *extra)
+{
+    rnic_test_start(&c->t, extra);
+    rnic_test_enable(&c->t);
+    c->pdn = rnic_create_pd(&c->t);
+    c->cqn = rnic_create_cq(&c->t, 4, 1, &c->cq_ring);
+}
+
+static uint32_t cm_create_qp(CmTest *c)
+{
+    RnicTestQp qp;
+
+    g_assert_cmphex(rnic_try_create_qp(&c->t, c->pdn, c->cqn, c->cqn, 3, &qp),
+                    ==, RNIC_CMD_OK);
+    return qp.qpn;
+}
+
+static struct rnic_sockaddr loopback(uint16_t port)
+{
+    struct rnic_sockaddr a = {
+        .family = RNIC_AF_INET,
+        .port = cpu_to_le16(port),
+        .addr = { 127, 0, 0, 1 },
+    };
+
+    return a;
+}
+
+static int tcp_connect(uint16_t port)
+{
+    struct sockaddr_in in = {
+        .sin_family = AF_INET,
+        .sin_port = htons(port),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
+    return fd;
+}
+
+static int tcp_listen(uint16_t *port)
+{
+    struct sockaddr_in in = {
+        .sin_family = AF_INET,
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    socklen_t len = sizeof(in);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
+    g_assert_cmpint(listen(fd, 4), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&in, &len), ==, 0);
+    *port = ntohs(in.sin_port);
+    return fd;
+}
+
+/* Reads exactly @len bytes within the test timeout. */
+static void read_full(int fd, void *buf, size_t len)
+{
+    struct timeval tv = { .tv_sec = 5 };
+    size_t got = 0;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    while (got < len) {
+        ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+
+        g_assert_cmpint(n, >, 0);
+        got += n;
+    }
+}
+
+/* An MPA rev 2 frame as siw sends it: RFC 6581 IRD/ORD, then @pd. */
+static size_t mpa_frame(uint8_t *buf, const char *key, uint8_t flags,
+                        uint16_t ird, uint16_t ord, const char *pd)
+{
+    size_t pd_len = strlen(pd);
+
+    memcpy(buf, key, 16);
+    buf[16] = flags | MPA_FLAG_ENHANCED;
+    buf[17] = 2;
+    stw_be_p(buf + 18, 4 + pd_len);
+    stw_be_p(buf + 20, ird);
+    stw_be_p(buf + 22, ord);
+    memcpy(buf + 24, pd, pd_len);
+    return MPA_HDR + 4 + pd_len;
+}
+
+/* Reads one MPA frame; returns its private data length (RFC 6581 incl.). */
+static uint16_t mpa_read(int fd, const char *key, uint8_t *hdr, uint8_t *pd)
+{
+    uint16_t len;
+
+    read_full(fd, hdr, MPA_HDR);
+    g_assert_cmpmem(hdr, 16, key, 16);
+    g_assert_cmpuint(hdr[17], ==, 2);
+    len = lduw_be_p(hdr + 18);
+    g_assert_cmpuint(len, <=, 512);
+    read_full(fd, pd, len);
+    return len;
+}
+
+static uint32_t cm_listen(CmTest *c, uint16_t *port)
+{
+    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 4 };
+    struct rnic_cmd cmd = rnic_cmd_ok(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    struct rnic_cmd_listen *out = (void *)cmd.u.raw;
+
+    *port = le16_to_cpu(out->local.port);
+    g_assert_cmpuint(*port, !=, 0);
+    return le32_to_cpu(out->listener_id);
+}
+
+/* Private data the guest sends with CONNECT/ACCEPT/REJECT. */
+static void cm_pdata(CmTest *c, struct rnic_cmd_connect *p, const char *s)
+{
+    uint64_t a = guest_alloc(&c->t.alloc, 512);
+
+    qtest_memwrite(c->t.qts, a, s, strlen(s));
+    p->pdata_addr = cpu_to_le64(a);
+    p->pdata_len = cpu_to_le16(strlen(s));
+}
+
+static void test_listen_policy(void)
+{
+    struct rnic_cmd_listen l = { .local = loopback(0) };
+    CmTest c;
+    uint16_t port;
+    uint32_t id;
+
+    cm_start(&c, NULL);
+    id = cm_listen(&c, &port);
+    /* A second listener on the same port fails on the host side. */
+    l.local = loopback(port);
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
+                    ==, RNIC_CMD_ERR_ADDRINUSE);
+    /* Only loopback by default: 192.0.2.1 (TEST-NET-1) is refused. */
+    l.local.addr[0] = 192;
+    l.local.addr[1] = 0;
+    l.local.addr[2] = 2;
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
+                    ==, RNIC_CMD_ERR_DENIED);
+    l.listener_id = cpu_to_le32(id);
+    rnic_cmd_ok(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l)),
+                    ==, RNIC_CMD_ERR_HANDLE);
+    rnic_test_stop(&c.t);
+}
+
+/* The peer connects; the guest sees the request, accepts with a QP. */
+static void test_passive_accept(void)
+{
+    uint8_t frame[600], hdr[MPA_HDR], pd[512];
+    struct rnic_cmd_query_conn q;
+    struct rnic_conn_info info;
+    struct rnic_cmd_connect a = { 0 };
+    struct rnic_event ev;
+    uint32_t listener, conn, qpn;
+    uint16_t port;
+    CmTest c;
+    int fd;
+
+    cm_start(&c, NULL);
+    listener = cm_listen(&c, &port);
+    fd = tcp_connect(port);
+    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
+                                               "hello rnic")), >, 0);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, listener);
+    g_assert_cmpuint(le32_to_cpu(ev.arg1), ==, strlen("hello rnic"));
+    conn = le32_to_cpu(ev.id);
+
+    q = (struct rnic_cmd_query_conn) {
+        .conn_id = cpu_to_le32(conn),
+        .info_addr = cpu_to_le64(guest_alloc(&c.t.alloc, sizeof(info))),
+    };
+    rnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    qtest_memread(c.t.qts, le64_to_cpu(q.info_addr), &info, sizeof(info));
+    g_assert_cmpuint(le16_to_cpu(info.pdata_len), ==, strlen("hello rnic"));
+    g_assert_cmpmem(info.pdata, strlen("hello rnic"), "hello rnic",
+                    strlen("hello rnic"));
+    g_assert_cmpuint(le16_to_cpu(info.local.port), ==, port);
+    g_assert_cmpuint(info.mpa_rev, ==, 2);
+
+    qpn = cm_create_qp(&c);
+    a.conn_id = cpu_to_le32(conn);
+    a.qpn = cpu_to_le32(qpn);
+    a.ird = cpu_to_le16(4);
+    a.ord = cpu_to_le16(4);
+    cm_pdata(&c, &a, "welcome");
+    rnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    /* A second ACCEPT of the same connection is refused. */
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a)),
+                    ==, RNIC_CMD_ERR_HANDLE);
+
+    g_assert_cmpuint(mpa_read(fd, MPA_REP_KEY, hdr, pd), ==,
+                     4 + strlen("welcome"));
+    g_assert_cmphex(hdr[16] & (MPA_FLAG_R | MPA_FLAG_ENHANCED), ==,
+                    MPA_FLAG_ENHANCED);
+    g_assert_cmpmem(pd + 4, strlen("welcome"), "welcome", strlen("welcome"));
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+    g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
+    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
+    close(fd);
+    rnic_test_stop(&c.t);
+}
+
+/* The guest rejects: the peer gets a Reply with R set and the reason. */
+static void test_passive_reject(void)
+{
+    uint8_t frame[600], hdr[MPA_HDR], pd[512];
+    struct rnic_cmd_connect r = { 0 };
+    struct rnic_event ev;
+    uint16_t port, len;
+    CmTest c;
+    int fd;
+
+    cm_start(&c, NULL);
+    cm_listen(&c, &port);
+    fd = tcp_connect(port);
+    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
+                                               "")), >, 0);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    r.conn_id = ev.id;
+    cm_pdata(&c, &r, "go away");
+    rnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
+    read_full(fd, hdr, MPA_HDR);
+    g_assert_cmpmem(hdr, 16, MPA_REP_KEY, 16);
+    g_assert_cmphex(hdr[16] & MPA_FLAG_R, ==, MPA_FLAG_R);
+    len = lduw_be_p(hdr + 18);
+    g_assert_cmpuint(len, >=, strlen("go away"));
+    read_full(fd, pd, len);
+    g_assert_cmpmem(pd + len - strlen("go away"), strlen("go away"),
+                    "go away", strlen("go away"));
+    /* Then the device closes the connection. */
+    g_assert_cmpint(read(fd, pd, 1), ==, 0);
+    close(fd);
+    rnic_test_stop(&c.t);
+}
+
+/* Garbage instead of an MPA Request never reaches the guest. */
+static void test_passive_garbage(void)
+{
+    static const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    struct rnic_event ev;
+    uint8_t b;
+    uint16_t port;
+    CmTest c;
+    int fd;
+
+    cm_start(&c, NULL);
+    cm_listen(&c, &port);
+    fd = tcp_connect(port);
+    g_assert_cmpint(write(fd, junk, sizeof(junk) - 1), >, 0);
+    {
+        struct timeval tv = { .tv_sec = 5 };
+
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        g_assert_cmpint(read(fd, &b, 1), <=, 0);     /* closed, no reply */
+    }
+    rnic_settle(&c.t);
+    g_assert_false(rnic_next_event(&c.t, &ev));
+    close(fd);
+    rnic_test_stop(&c.t);
+}
+
+static int tcp_accept(int lfd)
+{
+    struct timeval tv = { .tv_sec = 5 };
+    fd_set set;
+    int fd;
+
+    FD_ZERO(&set);
+    FD_SET(lfd, &set);
+    g_assert_cmpint(select(lfd + 1, &set, NULL, NULL, &tv), ==, 1);
+    fd = accept(lfd, NULL, NULL);
+    g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+/* The guest connects out; the test is the responder. */
+static void test_active_connect(void)
+{
+    uint8_t frame[600], hdr[MPA_HDR], pd[512];
+    struct rnic_cmd_connect k = { 0 };
+    struct rnic_event ev;
+    uint32_t qpn;
+    uint16_t port;
+    CmTest c;
+    int lfd, fd;
+
+    cm_start(&c, NULL);
+    lfd = tcp_listen(&port);
+    qpn = cm_create_qp(&c);
+    k.qpn = cpu_to_le32(qpn);
+    k.peer = loopback(port);
+    k.ird = cpu_to_le16(2);
+    k.ord = cpu_to_le16(2);
+    cm_pdata(&c, &k, "ping");
+    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    /* The QP is taken: a second CONNECT on it is refused. */
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+                    ==, RNIC_CMD_ERR_STATE);
+    fd = tcp_accept(lfd);
+    g_assert_cmpuint(mpa_read(fd, MPA_REQ_KEY, hdr, pd), ==, 4 + 4);
+    g_assert_cmphex(hdr[16] & MPA_FLAG_ENHANCED, ==, MPA_FLAG_ENHANCED);
+    g_assert_cmpuint(lduw_be_p(pd) & 0x3fff, ==, 2);          /* IRD */
+    g_assert_cmpuint(lduw_be_p(pd + 2) & 0x3fff, ==, 2);      /* ORD */
+    g_assert_cmpmem(pd + 4, 4, "ping", 4);
+    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REP_KEY, 0, 2, 2,
+                                               "pong")), >, 0);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+    g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
+    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
+    close(fd);
+    close(lfd);
+    rnic_test_stop(&c.t);
+}
+
+static void test_active_rejected_and_denied(void)
+{
+    uint8_t frame[600], hdr[MPA_HDR], pd[512];
+    struct rnic_cmd_connect k = { 0 };
+    struct rnic_event ev;
+    uint32_t qpn;
+    uint16_t port;
+    CmTest c;
+    int lfd, fd;
+
+    cm_start(&c, NULL);
+    qpn = cm_create_qp(&c);
+    k.qpn = cpu_to_le32(qpn);
+    k.peer = loopback(9);
+    k.peer.addr[0] = 192;
+    k.peer.addr[1] = 0;
+    k.peer.addr[2] = 2;
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+                    ==, RNIC_CMD_ERR_DENIED);
+
+    lfd = tcp_listen(&port);
+    k.peer = loopback(port);
+    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    fd = tcp_accept(lfd);
+    mpa_read(fd, MPA_REQ_KEY, hdr, pd);
+    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REP_KEY, MPA_FLAG_R,
+                                               0, 0, "busy")), >, 0);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REJECTED);
+    g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
+    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_IDLE);
+    close(fd);
+
+    /* Nobody listening any more: the connect fails with an event. */
+    close(lfd);
+    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ERROR);
+    g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, ECONNREFUSED);
+    rnic_test_stop(&c.t);
+}
+
+/* Seed 004: a connection made outside QEMU, handed in by fd. */
+static void test_handoff_fd(void)
+{
+    uint8_t frame[600], hdr[MPA_HDR], pd[512];
+    struct rnic_cmd_connect a = { 0 };
+    struct rnic_event ev;
+    uint32_t qpn;
+    uint16_t port;
+    CmTest c;
+    int lfd, outside, inside;
+
+    cm_start(&c, ",id=rnic0");
+    lfd = tcp_listen(&port);
+    outside = tcp_connect(port);
+    inside = tcp_accept(lfd);
+    qtest_qmp_fds_assert_success(c.t.qts, &inside, 1,
+        "{'execute': 'getfd', 'arguments': {'fdname': 'conn0'}}");
+    qtest_qmp_assert_success(c.t.qts,
+        "{'execute': 'qom-set', 'arguments': {'path': '/machine/peripheral/"
+        "rnic0', 'property': 'handoff-fd', 'value': 'conn0'}}");
+    close(inside);
+    /* The outside end speaks MPA first (the device is responder). */
+    g_assert_cmpint(write(outside, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1,
+                                                    1, "fd")), >, 0);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, RNIC_LISTENER_HANDED_IN);
+    qpn = cm_create_qp(&c);
+    a.conn_id = ev.id;
+    a.qpn = cpu_to_le32(qpn);
+    rnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    mpa_read(outside, MPA_REP_KEY, hdr, pd);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
+
+    /* An fd that is not a socket is refused. */
+    {
+        int fds[2];
+        QDict *r;
+
+        g_assert_cmpint(pipe(fds), ==, 0);
+        qtest_qmp_fds_assert_success(c.t.qts, &fds[0], 1,
+            "{'execute': 'getfd', 'arguments': {'fdname': 'pipe0'}}");
+        r = qtest_qmp(c.t.qts, "{'execute': 'qom-set', 'arguments': {"
+                      "'path': '/machine/peripheral/rnic0', 'property': "
+                      "'handoff-fd', 'value': 'pipe0'}}");
+        g_assert_true(qdict_haskey(r, "error"));
+        qobject_unref(r);
+        close(fds[0]);
+        close(fds[1]);
+    }
+    close(outside);
+    close(lfd);
+    rnic_test_stop(&c.t);
+}
+
+/* DISCONNECT with ABORT resets the TCP connection. */
+static void test_abortive_disconnect(void)
+{
+    uint8_t frame[600], hdr[MPA_HDR], pd[512];
+    struct rnic_cmd_connect a = { 0 };
+    struct rnic_cmd_disconnect d;
+    struct rnic_event ev;
+    uint32_t qpn;
+    uint16_t port;
+    CmTest c;
+    int fd;
+
+    cm_start(&c, NULL);
+    cm_listen(&c, &port);
+    fd = tcp_connect(port);
+    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
+                                               "")), >, 0);
+    rnic_wait_event(&c.t, &ev);
+    qpn = cm_create_qp(&c);
+    a.conn_id = ev.id;
+    a.qpn = cpu_to_le32(qpn);
+    rnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    mpa_read(fd, MPA_REP_KEY, hdr, pd);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+
+    d = (struct rnic_cmd_disconnect) {
+        .qpn = cpu_to_le32(qpn),
+        .flags = cpu_to_le32(RNIC_DISCONNECT_ABORT),
+    };
+    rnic_cmd_ok(&c.t, RNIC_CMD_DISCONNECT, &d, sizeof(d));
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_CLOSED);
+    g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, 1);
+    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_ERROR);
+    {
+        struct timeval tv = { .tv_sec = 5 };
+        uint8_t b;
+
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        g_assert_cmpint(read(fd, &b, 1), <, 0);
+        g_assert_cmpint(errno, ==, ECONNRESET);
+    }
+    /* Not connected any more. */
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_DISCONNECT, &d, sizeof(d)),
+                    ==, RNIC_CMD_ERR_STATE);
+    close(fd);
+    rnic_test_stop(&c.t);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/rnic/cm/listen-policy", test_listen_policy);
+    qtest_add_func("/rnic/cm/passive-accept", test_passive_accept);
+    qtest_add_func("/rnic/cm/passive-reject", test_passive_reject);
+    qtest_add_func("/rnic/cm/passive-garbage", test_passive_garbage);
+    qtest_add_func("/rnic/cm/active-connect", test_active_connect);
+    qtest_add_func("/rnic/cm/active-rejected-denied",
+                   test_active_rejected_and_denied);
+    qtest_add_func("/rnic/cm/handoff-fd", test_handoff_fd);
+    qtest_add_func("/rnic/cm/abortive-disconnect", test_abortive_disconnect);
+    return g_test_run();
+}
