@@ -63,6 +63,6 @@ wire "$qemu/hw/meson.build" \
 wire "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
 wire "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
 wire "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
-    "qtests_x86_64 += ['rnic-test', 'rnic-cm-test'] $mark"
+    "qtests_x86_64 += ['rnic-test', 'rnic-cm-test', 'rnic-dp-test'] $mark"
 wire "$qemu/tests/qtest/libqos/meson.build" "^        'e1000e.c',$" \
     "        'rnic.c', $mark"

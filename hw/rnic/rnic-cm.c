@@ -14,6 +14,7 @@
 #include "qemu/sockets.h"
 #include "rnic.h"
 #include "qp.h"
+#include "engine.h"
 #include "trace.h"
 
 /* ---- address policy ---- */
@@ -188,11 +189,12 @@ static RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator)
     return c;
 }
 
-static void rnic_conn_free(RnicConn *c)
+void rnic_conn_free(RnicConn *c)
 {
     RnicState *s = c->s;
 
     trace_rnic_conn_free(c->id);
+    rnic_dp_stop(c);
     qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
     close(c->fd);
     if (c->qp) {
@@ -232,8 +234,8 @@ static void rnic_conn_error(RnicConn *c, int err, const char *why)
 
     trace_rnic_conn_error(c->id, err, why);
     rnic_eq_post(s, RNIC_EV_CONN_ERROR, c->qp ? c->qp->qpn : c->id, err, 0);
-    if (c->qp && c->qp->core->state == RNIC_QP_RTS) {
-        rnic_qp_modify(c->qp->core, RNIC_QP_ERROR);
+    if (c->ep) {
+        rnic_ep_modify(c->ep, RNIC_QP_ERROR);
         rnic_cqs_flush_to_guest(s);
     }
     rnic_conn_free(c);
@@ -261,15 +263,42 @@ static void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
     };
 }
 
-/* The QP takes the stream over: IDLE -> RTS with the negotiated limits. */
+/*
+ * The QP takes the stream over: its endpoint moves it IDLE -> RTS with
+ * the negotiated limits and owns the socket from now on.
+ */
 static void rnic_conn_adopt(RnicConn *c)
 {
     const struct rnic_mpa_result *r = &c->mpa.result;
+    uint32_t qpn = c->qp->qpn;
 
-    rnic_qp_adopt_connection(c->qp->core, r->ord, r->ird);
-    rnic_conn_set_state(c, RNIC_CONN_RTS);
-    trace_rnic_conn_rts(c->id, c->qp->qpn, r->rev, r->crc, r->ird, r->ord);
-    rnic_eq_post(c->s, RNIC_EV_CONN_ESTABLISHED, c->qp->qpn, c->id, 0);
+    trace_rnic_conn_state(c->id, c->state, RNIC_CONN_RTS);
+    c->state = RNIC_CONN_RTS;
+    if (!rnic_dp_start(c)) {
+        rnic_conn_error(c, ENOMEM, "cannot start the QP's data path");
+        return;
+    }
+    trace_rnic_conn_rts(c->id, qpn, r->rev, r->crc, r->ird, r->ord);
+    rnic_eq_post(c->s, RNIC_EV_CONN_ESTABLISHED, qpn, c->id, 0);
+}
+
+/* The LLP connection is gone, or we close it: the QP learns, then the
+ * guest. */
+void rnic_conn_closed(RnicConn *c, bool abortive)
+{
+    RnicState *s = c->s;
+    RnicQp *qp = c->qp;
+
+    if (c->ep) {
+        rnic_ep_connection_closed(c->ep);
+    } else if (qp) {
+        rnic_qp_connection_closed(qp->core);
+    }
+    rnic_conn_free(c);
+    rnic_cqs_flush_to_guest(s);
+    if (qp) {
+        rnic_eq_post(s, RNIC_EV_CONN_CLOSED, qp->qpn, abortive, 0);
+    }
 }
 
 static void rnic_conn_mpa_done(RnicConn *c)
@@ -383,6 +412,48 @@ static void rnic_conn_write(void *opaque)
         return;
     }
     rnic_conn_update_handlers(c);
+}
+
+/*
+ * The MPA Reply goes out before the QP's data path owns the socket: a
+ * fresh socket buffer always takes a frame of at most 532 bytes, and if it
+ * did not, the stream could not be used anyway.
+ */
+static void rnic_conn_send_reply(RnicConn *c, const void *buf, size_t len)
+{
+    ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+
+    if (n != (ssize_t)len) {
+        trace_rnic_conn_error(c->id, n < 0 ? errno : EAGAIN,
+                              "MPA Reply not written at once");
+        shutdown(c->fd, SHUT_RDWR);
+    }
+}
+
+/* SO_LINGER 0: close() sends a reset, as an abortive close must. */
+void rnic_conn_abort(RnicConn *c)
+{
+    struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    if (c->ep) {
+        rnic_ep_modify(c->ep, RNIC_QP_ERROR);
+    } else if (c->qp) {
+        rnic_qp_modify(c->qp->core, RNIC_QP_ERROR);
+    }
+    rnic_conn_closed(c, true);
+}
+
+/* Graceful: what was handed to the socket is delivered, then FIN. */
+static void rnic_conn_shutdown(RnicConn *c)
+{
+    if (c->ep) {
+        rnic_ep_modify(c->ep, RNIC_QP_CLOSING);
+    } else if (c->qp) {
+        rnic_qp_modify(c->qp->core, RNIC_QP_CLOSING);
+    }
+    shutdown(c->fd, SHUT_WR);
+    rnic_conn_closed(c, false);
 }
 
 /* ---- listeners ---- */
@@ -602,7 +673,7 @@ static uint16_t rnic_conn_reply(RnicState *s, RnicConn *c, RnicQp *qp,
     }
     c->qp = qp;
     qp->conn = c;
-    rnic_conn_queue(c, c->mpa.out, len);
+    rnic_conn_send_reply(c, c->mpa.out, len);
     rnic_conn_adopt(c);
     return RNIC_CMD_OK;
 }
@@ -686,19 +757,10 @@ uint16_t rnic_cmd_disconnect(RnicState *s, struct rnic_cmd *cmd)
                             "no such QP, or not connected");
     }
     if (abort) {
-        /* SO_LINGER 0: close() sends a reset, as an abortive close must. */
-        struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        rnic_qp_modify(qp->core, RNIC_QP_ERROR);
+        rnic_conn_abort(c);
     } else {
-        shutdown(c->fd, SHUT_WR);
-        rnic_qp_modify(qp->core, RNIC_QP_CLOSING);
-        rnic_qp_connection_closed(qp->core);
+        rnic_conn_shutdown(c);
     }
-    rnic_conn_free(c);
-    rnic_cqs_flush_to_guest(s);
-    rnic_eq_post(s, RNIC_EV_CONN_CLOSED, qp->qpn, abort, 0);
     return RNIC_CMD_OK;
 }
 

@@ -64,9 +64,11 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     if (!rnic_cm_init(s, errp)) {
         rnic_cm_fini(s);
     rnic_verbs_fini(s);
+    g_free(s->rx_buf);
         return;
     }
     rnic_dma_init(s);
+    rnic_dp_init(s);
     memory_region_init_io(&s->regs, OBJECT(s), &rnic_reg_ops, s,
                           "rnic-regs", RNIC_BAR_REGS_SIZE);
     pci_register_bar(pdev, RNIC_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,

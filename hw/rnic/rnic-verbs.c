@@ -512,6 +512,11 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM,
                              "only IDLE or ERROR can be requested");
     }
+    if (qp->conn && p->state == RNIC_QPS_ERROR) {
+        /* An errored QP cannot keep its stream: reset the connection. */
+        rnic_conn_abort(qp->conn);
+        return RNIC_CMD_OK;
+    }
     ret = rnic_qp_modify(qp->core, (enum rnic_qp_state)p->state);
     rnic_cqs_flush_to_guest(s);
     if (ret == -EINVAL || ret == -EBUSY) {

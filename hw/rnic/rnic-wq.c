@@ -135,6 +135,7 @@ void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq)
         }
         trace_rnic_cqe(cq->cqn, c.qpn, rnic_wc_status_str(c.status),
                        rnic_wc_opcode_str(c.opcode), c.byte_len);
+        s->stats.cqe[e.status & 15]++;
         cq->prod++;
     }
     if (rnic_cq_overflowed(cq->core) && !cq->overflow_reported) {
@@ -361,6 +362,9 @@ void rnic_wq_run(void *opaque)
         qp->kicked = false;
         rnic_wq_fetch_rq(s, qp);
         rnic_wq_fetch_sq(s, qp);
+        if (qp->conn && qp->conn->ep) {
+            rnic_dp_pump(qp->conn);
+        }
     }
     rnic_cqs_flush_to_guest(s);
 }

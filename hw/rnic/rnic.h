@@ -21,6 +21,14 @@ OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
 
 typedef struct RnicConn RnicConn;
 
+/* Read-only statistics, QOM properties "stat-*". */
+typedef struct RnicStats {
+    uint64_t tx_bytes, rx_bytes;
+    uint64_t terms_sent, terms_received;
+    uint64_t streams_lost;      /* CRC, marker or length errors */
+    uint64_t cqe[16];           /* by enum rnic_cqe_status */
+} RnicStats;
+
 /* A ring in guest memory described by base/log-size registers. */
 typedef struct RnicRing {
     uint64_t base;
@@ -120,6 +128,10 @@ struct RnicConn {
     /* bytes read past the peer's MPA frame: the first FPDUs */
     uint8_t early[2048];
     size_t early_len;
+    /* RTS: the QP's iWARP stream (rnic-dp.c) */
+    struct rnic_ep *ep;
+    bool rx_stopped;        /* Terminate sent or stream lost */
+    bool close_pending;     /* close once the transmit side is flushed */
 };
 
 struct RnicState {
@@ -143,6 +155,9 @@ struct RnicState {
     RnicSrq **srqs;         /* [max_srq], srqn = index + 1 */
     QEMUBH *wq_bh;
     QTAILQ_HEAD(, RnicQp) kicked;
+
+    RnicStats stats;
+    uint8_t *rx_buf;        /* one receive buffer: one thread reads */
 
     /* connections (rnic-cm.c) */
     RnicListener listeners[RNIC_MAX_LISTENERS];
@@ -200,7 +215,16 @@ bool rnic_cm_init(RnicState *s, Error **errp);
 void rnic_cm_reset(RnicState *s);
 void rnic_cm_fini(RnicState *s);
 void rnic_cm_qp_gone(RnicState *s, RnicQp *qp);
+void rnic_conn_free(RnicConn *c);
+void rnic_conn_closed(RnicConn *c, bool abortive);
+void rnic_conn_abort(RnicConn *c);
 bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp);
+
+/* rnic-dp.c */
+void rnic_dp_init(RnicState *s);
+bool rnic_dp_start(RnicConn *c);
+void rnic_dp_pump(RnicConn *c);
+void rnic_dp_stop(RnicConn *c);
 
 /* rnic-eq.c */
 void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,

@@ -140,7 +140,7 @@ static uint32_t cm_listen(CmTest *c, uint16_t *port)
 /* Private data the guest sends with CONNECT/ACCEPT/REJECT. */
 static void cm_pdata(CmTest *c, struct rnic_cmd_connect *p, const char *s)
 {
-    uint64_t a = guest_alloc(&c->t.alloc, 512);
+    uint64_t a = guest_alloc(c->t.alloc, 512);
 
     qtest_memwrite(c->t.qts, a, s, strlen(s));
     p->pdata_addr = cpu_to_le64(a);
@@ -199,7 +199,7 @@ static void test_passive_accept(void)
 
     q = (struct rnic_cmd_query_conn) {
         .conn_id = cpu_to_le32(conn),
-        .info_addr = cpu_to_le64(guest_alloc(&c.t.alloc, sizeof(info))),
+        .info_addr = cpu_to_le64(guest_alloc(c.t.alloc, sizeof(info))),
     };
     rnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
     qtest_memread(c.t.qts, le64_to_cpu(q.info_addr), &info, sizeof(info));

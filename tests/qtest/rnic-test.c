@@ -111,7 +111,7 @@ static void test_query_device(void)
 
     rnic_test_start(&t, ",max-qps=77,max-cqes=512,mpa-rev=1");
     rnic_test_enable(&t);
-    q.attr_addr = cpu_to_le64(guest_alloc(&t.alloc, sizeof(attr)));
+    q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
     cmd = rnic_cmd(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
     g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_OK);
     qtest_memread(t.qts, le64_to_cpu(q.attr_addr), &attr, sizeof(attr));
@@ -215,7 +215,7 @@ static void test_mr_mw(void)
     rnic_test_start(&t, NULL);
     rnic_test_enable(&t);
     pdn = rnic_create_pd(&t);
-    buf = guest_alloc(&t.alloc, 3 * 4096);
+    buf = guest_alloc(t.alloc, 3 * 4096);
     g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 3 * 4096,
                                 RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE |
                                 RNIC_ACC_MW_BIND, 0x42, &mr), ==, RNIC_CMD_OK);

@@ -19,6 +19,9 @@ int main(void)
         qp_suite,
         qpn_suite,
         stag_suite,
+        engine_suite,
+        term_suite,
+        loopback_suite,
     };
     SRunner *sr = srunner_create(NULL);
     int failed;

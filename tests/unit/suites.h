@@ -14,5 +14,8 @@ Suite *cq_suite(void);
 Suite *qp_suite(void);
 Suite *qpn_suite(void);
 Suite *stag_suite(void);
+Suite *engine_suite(void);
+Suite *term_suite(void);
+Suite *loopback_suite(void);
 
 #endif

@@ -10,22 +10,14 @@
 #include <check.h>
 #include "stag.h"
 #include "suites.h"
+#include "support/memdma.h"
 
 #define GUEST_BASE  0x40000000ull           /* 2 MiB aligned */
 #define GUEST_SIZE  ((size_t)8 << 20)
 #define PAGE        4096u
 #define QPN         7u
 
-struct guest {
-    uint8_t *mem;
-    bool can_map;
-    size_t map_limit;                       /* 0: map as much as asked */
-    int mapped;                             /* maps not yet unmapped */
-    unsigned maps;
-    unsigned faults;                        /* accesses refused */
-};
-
-static struct guest g;
+static struct memdma g;
 static struct rnic_dma dma;
 static struct rnic_stag_table *t;
 static uint32_t pd1, pd2;
@@ -42,73 +34,6 @@ static uint32_t pd1, pd2;
 static uint64_t gaddr(size_t off)
 {
     return GUEST_BASE + off;
-}
-
-static bool guest_has(uint64_t addr, size_t len)
-{
-    return addr >= GUEST_BASE && addr - GUEST_BASE <= GUEST_SIZE &&
-           len <= GUEST_SIZE - (addr - GUEST_BASE);
-}
-
-static int guest_read(void *opaque, uint64_t addr, void *buf, size_t len)
-{
-    struct guest *gm = opaque;
-
-    if (!guest_has(addr, len)) {
-        gm->faults++;
-        return -1;
-    }
-    memcpy(buf, gm->mem + (addr - GUEST_BASE), len);
-    return 0;
-}
-
-static int guest_write(void *opaque, uint64_t addr, const void *buf,
-                       size_t len)
-{
-    struct guest *gm = opaque;
-
-    if (!guest_has(addr, len)) {
-        gm->faults++;
-        return -1;
-    }
-    memcpy(gm->mem + (addr - GUEST_BASE), buf, len);
-    return 0;
-}
-
-static void *guest_map(void *opaque, uint64_t addr, size_t *len,
-                       bool is_write)
-{
-    struct guest *gm = opaque;
-    size_t avail;
-
-    (void)is_write;
-    if (!gm->can_map || !guest_has(addr, 1)) {
-        return NULL;
-    }
-    avail = GUEST_SIZE - (addr - GUEST_BASE);
-    if (*len > avail) {
-        *len = avail;
-    }
-    if (gm->map_limit && *len > gm->map_limit) {
-        *len = gm->map_limit;
-    }
-    gm->mapped++;
-    gm->maps++;
-    return gm->mem + (addr - GUEST_BASE);
-}
-
-static void guest_unmap(void *opaque, void *host, size_t len, bool is_write,
-                        size_t written)
-{
-    struct guest *gm = opaque;
-    uint8_t *p = host;
-
-    (void)is_write;
-    ck_assert(p >= gm->mem && len <= GUEST_SIZE - (size_t)(p - gm->mem));
-    /* Never more than a map handed out. */
-    ck_assert(!gm->map_limit || len <= gm->map_limit);
-    ck_assert_uint_le(written, len);
-    gm->mapped--;
 }
 
 static void guest_fill(void)
@@ -148,13 +73,9 @@ static void setup(void)
         .max_stags = 1024, .max_pds = 16, .max_recv_links = 64,
     };
 
-    g = (struct guest){ .mem = malloc(GUEST_SIZE), .can_map = true };
-    ck_assert_ptr_nonnull(g.mem);
+    memdma_init(&g, GUEST_BASE, GUEST_SIZE);
     guest_fill();
-    dma = (struct rnic_dma){
-        .opaque = &g, .read = guest_read, .write = guest_write,
-        .map = guest_map, .unmap = guest_unmap,
-    };
+    dma = g.dma;
     t = rnic_stag_table_new(&p);
     ck_assert_ptr_nonnull(t);
     ck_assert_st(rnic_pd_alloc(t, &pd1), RNIC_STAG_OK);
@@ -165,7 +86,7 @@ static void setup(void)
 static void teardown(void)
 {
     rnic_stag_table_free(t);
-    free(g.mem);
+    memdma_free(&g);
 }
 
 /* ---- helpers ---- */

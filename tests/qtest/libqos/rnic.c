@@ -8,10 +8,21 @@
 #include "rnic.h"
 
 
+typedef struct RnicFind {
+    int want, seen;
+    QPCIDevice *dev;
+} RnicFind;
 
+/* Keeps the @want'th rnic on the bus. */
 static void rnic_find(QPCIDevice *dev, int devfn, void *data)
 {
-    *(QPCIDevice **)data = dev;
+    RnicFind *f = data;
+
+    if (f->seen++ == f->want) {
+        f->dev = dev;
+    } else {
+        g_free(dev);
+    }
 }
 
 uint32_t rnic_rd(RnicTest *t, uint32_t reg)
@@ -31,7 +42,7 @@ void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val)
 void rnic_msix_setup(RnicTest *t)
 {
     qpci_msix_enable(t->dev);
-    t->msi_mem = guest_alloc(&t->alloc, 4 * RNIC_MSIX_VECTORS);
+    t->msi_mem = guest_alloc(t->alloc, 4 * RNIC_MSIX_VECTORS);
     for (int v = 0; v < RNIC_MSIX_VECTORS; v++) {
         uint64_t e = t->dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
 
@@ -60,26 +71,54 @@ bool rnic_msix_fired(RnicTest *t, int v)
     return false;
 }
 
+static void rnic_test_open(RnicTest *t, int index)
+{
+    RnicFind f = { .want = index };
+
+    qpci_device_foreach(t->bus, RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID,
+                        rnic_find, &f);
+    g_assert_nonnull(f.dev);
+    t->dev = f.dev;
+    qpci_device_enable(t->dev);
+    t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
+}
+
 void rnic_test_start(RnicTest *t, const char *extra)
 {
     memset(t, 0, sizeof(*t));
+    t->owner = true;
     t->qts = qtest_initf("-M q35 -nodefaults -device rnic%s",
                          extra ? extra : "");
-    pc_alloc_init(&t->alloc, t->qts, ALLOC_NO_FLAGS);
-    t->bus = qpci_new_pc(t->qts, &t->alloc);
-    qpci_device_foreach(t->bus, RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID,
-                        rnic_find, &t->dev);
-    g_assert_nonnull(t->dev);
-    qpci_device_enable(t->dev);
-    t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
+    t->alloc = g_new0(QGuestAllocator, 1);
+    pc_alloc_init(t->alloc, t->qts, ALLOC_NO_FLAGS);
+    t->bus = qpci_new_pc(t->qts, t->alloc);
+    rnic_test_open(t, 0);
+}
+
+void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra)
+{
+    memset(a, 0, sizeof(*a));
+    memset(b, 0, sizeof(*b));
+    a->owner = true;
+    a->qts = qtest_initf("-M q35 -nodefaults -device rnic,id=a%s "
+                         "-device rnic,id=b%s", extra ? extra : "",
+                         extra ? extra : "");
+    a->alloc = g_new0(QGuestAllocator, 1);
+    pc_alloc_init(a->alloc, a->qts, ALLOC_NO_FLAGS);
+    a->bus = qpci_new_pc(a->qts, a->alloc);
+    b->qts = a->qts;
+    b->alloc = a->alloc;
+    b->bus = a->bus;
+    rnic_test_open(a, 0);
+    rnic_test_open(b, 1);
 }
 
 /* Program both rings and enable the device, as a driver's probe does. */
 void rnic_test_enable(RnicTest *t)
 {
     rnic_msix_setup(t);
-    t->cmdq = guest_alloc(&t->alloc, 4096);
-    t->eq = guest_alloc(&t->alloc, 4096);
+    t->cmdq = guest_alloc(t->alloc, 4096);
+    t->eq = guest_alloc(t->alloc, 4096);
     g_assert_cmphex(t->cmdq & 0xfff, ==, 0);
     g_assert_cmphex(t->eq & 0xfff, ==, 0);
     qtest_memset(t->qts, t->eq, 0, 4096);
@@ -98,9 +137,12 @@ void rnic_test_stop(RnicTest *t)
 {
     qpci_iounmap(t->dev, t->regs);
     g_free(t->dev);
-    qpci_free_pc(t->bus);
-    alloc_destroy(&t->alloc);
-    qtest_quit(t->qts);
+    if (t->owner) {
+        qpci_free_pc(t->bus);
+        alloc_destroy(t->alloc);
+        g_free(t->alloc);
+        qtest_quit(t->qts);
+    }
 }
 
 /* Posts one command, waits for its status and returns the slot. */
@@ -165,7 +207,7 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
     };
     struct rnic_cmd cmd;
 
-    *ring = guest_alloc(&t->alloc, MAX(4096, RNIC_CQE_SIZE << log));
+    *ring = guest_alloc(t->alloc, MAX(4096, RNIC_CQE_SIZE << log));
     qtest_memset(t->qts, *ring, 0, RNIC_CQE_SIZE << log);
     p.ring_addr = cpu_to_le64(*ring);
     cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_CQ, &p, sizeof(p));
@@ -188,8 +230,8 @@ uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
 
     memset(qp, 0, sizeof(*qp));
     qp->log = log;
-    qp->sq = guest_alloc(&t->alloc, MAX(4096, RNIC_SQ_WQE_SIZE << log));
-    qp->rq = guest_alloc(&t->alloc, MAX(4096, RNIC_RQ_WQE_SIZE << log));
+    qp->sq = guest_alloc(t->alloc, MAX(4096, RNIC_SQ_WQE_SIZE << log));
+    qp->rq = guest_alloc(t->alloc, MAX(4096, RNIC_RQ_WQE_SIZE << log));
     p.sq_addr = cpu_to_le64(qp->sq);
     p.rq_addr = cpu_to_le64(qp->rq);
     cmd = rnic_cmd(t, RNIC_CMD_CREATE_QP, &p, sizeof(p));
@@ -274,7 +316,7 @@ uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf,
                             uint32_t *stag)
 {
     uint32_t npages = (len + 4095) / 4096;
-    uint64_t pbl = guest_alloc(&t->alloc, npages * 8);
+    uint64_t pbl = guest_alloc(t->alloc, npages * 8);
     struct rnic_cmd_reg_mr p = {
         .pdn = cpu_to_le32(pdn),
         .access = cpu_to_le32(access),

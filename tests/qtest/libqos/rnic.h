@@ -18,8 +18,9 @@
 
 typedef struct RnicTest {
     QTestState *qts;
-    QGuestAllocator alloc;
+    QGuestAllocator *alloc;
     QPCIBus *bus;
+    bool owner;             /* of qts, alloc and bus */
     QPCIDevice *dev;
     QPCIBar regs;
     uint64_t cmdq, eq, msi_mem;
@@ -38,6 +39,8 @@ void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val);
 
 /* Bring-up: QEMU with "-device rnic<extra>", then rings and MSI-X. */
 void rnic_test_start(RnicTest *t, const char *extra);
+/* Two rnic devices in one VM (ids a and b); stop b before a. */
+void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra);
 void rnic_test_enable(RnicTest *t);
 void rnic_test_stop(RnicTest *t);
 

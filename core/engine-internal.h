@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The endpoint's state, shared by engine.c, tx.c, rx.c, rx_untagged.c and
+ * term.c only.
+ */
+#ifndef RNIC_ENGINE_INTERNAL_H
+#define RNIC_ENGINE_INTERNAL_H
+
+#include "engine.h"
+#include "fpdu.h"
+
+/* Untagged header plus the largest RDMAP body that follows it. */
+#define RNIC_EP_CTL_MAX (sizeof(struct rnic_ddp_untagged_hdr) + \
+                         RNIC_TERM_BODY_MAX)
+/* Guest memory pieces one FPDU's payload may be mapped in. */
+#define RNIC_EP_TX_MAPS (RNIC_FPDU_TX_MAX_PIECES - 1)
+/* Stop value of the deframer callback: the endpoint stopped receiving. */
+#define RNIC_EP_RX_STOP (-EPROTO)
+
+enum rnic_tx_kind {
+    RNIC_TX_IDLE,
+    RNIC_TX_SQ,                 /* a send WR */
+    RNIC_TX_READ_RESP,
+    RNIC_TX_CTL,                /* one FPDU, body in ctl[]: RTR, responses */
+};
+
+/* The outbound message being segmented. */
+struct rnic_tx_msg {
+    enum rnic_tx_kind kind;
+    struct rnic_send_wr *wr;
+    struct rnic_ddp_hdr hdr;    /* TO / MO advance per segment */
+    uint8_t ctl[RNIC_TERM_BODY_MAX];    /* RDMAP body after the header */
+    size_t ctl_len;
+    const uint8_t *inline_data;
+    const struct rnic_sge *sge;
+    uint32_t nsge;
+    struct rnic_sge src;        /* Read Response source */
+    struct rnic_inbound_read rd;    /* the Read Request answered */
+    uint32_t rd_msn;
+    unsigned access;            /* needed on the payload STags */
+    uint32_t len;               /* payload octets */
+    uint32_t off;               /* of those, framed so far */
+    bool started;               /* first segment framed */
+};
+
+/* The FPDU being written to the socket. */
+struct rnic_tx_fpdu {
+    bool active;
+    bool last;                  /* its message ends with it */
+    size_t sent;
+    uint8_t hdr[RNIC_EP_CTL_MAX];
+    struct rnic_mem_iov map[RNIC_EP_TX_MAPS];
+    size_t nmap;
+    struct rnic_fpdu_out out;
+};
+
+/* What the response to one inbound Read/Atomic Request needs beyond
+ * struct rnic_inbound_read, kept in the QP's IRQ slot order. */
+struct rnic_ep_resp {
+    bool atomic;
+    uint32_t msn;               /* of the request, for a Terminate */
+    uint32_t req_id;
+    uint64_t orig;
+};
+
+enum rnic_term_state {
+    RNIC_TERM_NONE,
+    RNIC_TERM_QUEUED,           /* ours, not yet framed */
+    RNIC_TERM_SENDING,
+    RNIC_TERM_SENT,
+    RNIC_TERM_RECEIVED,         /* the peer's: we send nothing more */
+};
+
+struct rnic_ep {
+    struct rnic_qp *qp;
+    struct rnic_stag_table *stags;
+    const struct rnic_dma *dma;
+    uint32_t pd;
+    struct rnic_mpa_result mpa;
+    bool initiator;
+    uint32_t mulpdu;
+    const struct rnic_ep_ops *ops;
+    void *opaque;
+
+    /* RFC 6581 */
+    bool rtr_tx;                /* initiator: RTR still to send */
+    bool rtr_wait;              /* responder: nothing sent before it */
+    bool rtr_read_pending;      /* initiator: zero Read Response due */
+    bool rtr_resp_due;          /* responder: answer the RTR Read */
+    struct rnic_inbound_read rtr_read;
+
+    /* TX */
+    struct rnic_fpdu_tx ftx;
+    struct rnic_tx_msg msg;
+    struct rnic_tx_fpdu fp;
+    uint8_t *bounce;            /* payload when it cannot be mapped */
+    uint32_t atomic_tx_id;      /* req_id of the next Atomic Request */
+
+    /* RX */
+    struct rnic_fpdu_rx frx;
+    uint8_t *rx_buf;
+    bool rx_stopped;
+    uint32_t rx_mo[RNIC_QP_QN_COUNT];   /* expected MO of the message */
+    bool rx_more[RNIC_QP_QN_COUNT];     /* a message is in progress */
+    uint32_t rresp_got;         /* octets of the current Read Response */
+    uint32_t atomic_rx_id;      /* req_id the next Atomic Response has */
+    struct rnic_ep_resp *resp;  /* max_ird entries, IRQ slot order */
+
+    /* Terminate */
+    enum rnic_term_state term;
+    struct rnic_term_code term_code;
+    uint8_t term_seg[sizeof(struct rnic_ddp_untagged_hdr) +
+                     sizeof(struct rnic_rdmap_read_req)];
+    size_t term_seg_len;        /* copied octets of the offending segment */
+    uint16_t term_ulpdu_len;
+};
+
+/* engine.c */
+void rnic_ep_set_state(struct rnic_ep *ep, enum rnic_qp_state to);
+/*
+ * Queue our Terminate (first error wins) about the offending segment
+ * @seg (NULL: none) and move the QP to @state (TERMINATE or ERROR).
+ */
+void rnic_ep_fail(struct rnic_ep *ep, struct rnic_term_code code,
+                  const uint8_t *seg, size_t seg_len,
+                  enum rnic_qp_state state);
+bool rnic_ep_sending_allowed(const struct rnic_ep *ep);
+
+/* tx.c */
+void rnic_tx_abandon(struct rnic_ep *ep);
+void rnic_tx_release(struct rnic_ep *ep);
+
+/* rx.c / rx_untagged.c */
+struct rnic_rx_seg {
+    const uint8_t *raw;         /* the whole ULPDU */
+    size_t len;
+    struct rnic_ddp_hdr h;
+    const uint8_t *payload;     /* after the DDP header */
+    uint32_t plen;
+};
+
+/* Terminate about @seg; returns RNIC_EP_RX_STOP. */
+int rnic_rx_refuse(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
+                   struct rnic_term_code code);
+int rnic_rx_place(struct rnic_ep *ep, const struct rnic_mem_ref *ref,
+                  const uint8_t *data);
+int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
+int rnic_rx_imm(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
+int rnic_rx_read_req(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
+int rnic_rx_atomic_req(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
+int rnic_rx_atomic_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
+int rnic_rx_terminate(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
+
+/* The slot of the IRQ entry @off places after its head. */
+static inline uint32_t rnic_ep_irq_slot(const struct rnic_ep *ep,
+                                        uint32_t off)
+{
+    return rnic_ring_slot(ep->qp->irq.head, off, ep->qp->attr.max_ird);
+}
+
+#endif /* RNIC_ENGINE_INTERNAL_H */

@@ -1,0 +1,796 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The engine end to end: two endpoints joined by an in-memory byte pipe
+ * that cuts the stream into seeded random pieces, every byte checked in
+ * the receiver's guest memory.
+ */
+#include <string.h>
+#include <check.h>
+#include "suites.h"
+#include "support/epfix.h"
+
+#define SRC_OFF     0ull                    /* data to send */
+#define DST_OFF     ((uint64_t)4 << 20)     /* where it lands */
+#define MISC_OFF    ((uint64_t)7 << 20)
+#define MIB         ((uint32_t)1 << 20)
+#define CHUNK       3000
+
+static struct epf_side A, B;        /* A initiates */
+static struct epf_rng rng;
+
+struct pair_cfg {
+    bool crc, markers;
+    uint8_t rtr;
+    uint32_t mulpdu;
+    uint16_t ord_ird;
+    uint32_t max_rd;
+    bool srq;
+};
+
+static void pair_up(const struct pair_cfg *c)
+{
+    struct epf_params pa = {
+        .initiator = true, .mulpdu = c->mulpdu, .atomics = true,
+        .max_rd = c->max_rd,
+    };
+    struct epf_params pb = pa;
+
+    epf_mpa_pair(c->crc, c->markers, c->rtr, c->ord_ird ? c->ord_ird : 4,
+                 &pa.mpa, &pb.mpa);
+    pb.initiator = false;
+    pb.srq = c->srq;
+    epf_init(&A, &pa, 10);
+    epf_init(&B, &pb, 20);
+    rng.s = 0x1234567890abcdefull;
+    epf_fill(epf_ptr(&A, SRC_OFF), 2 * MIB, &rng);
+    epf_fill(epf_ptr(&B, SRC_OFF), 2 * MIB, &rng);
+    memset(epf_ptr(&A, DST_OFF), 0xee, 2 * MIB);
+    memset(epf_ptr(&B, DST_OFF), 0xee, 2 * MIB);
+}
+
+static void setup(void)
+{
+    pair_up(&(struct pair_cfg) { .crc = true, .rtr = RNIC_MPA_RTR_WRITE });
+}
+
+static void teardown(void)
+{
+    epf_fini(&A);
+    epf_fini(&B);
+}
+
+static void run(void)
+{
+    epf_run(&A, &B, &rng, CHUNK);
+}
+
+static void expect_cqe(struct rnic_cq *cq, uint64_t id,
+                       enum rnic_wc_status status, enum rnic_wc_opcode op,
+                       uint32_t len)
+{
+    struct rnic_cqe c = epf_cqe(cq);
+
+    ck_assert_msg(c.wr_id == id && c.status == status && c.opcode == op,
+                  "CQE id %lu %s %s, want id %lu %s %s", (unsigned long)c.wr_id,
+                  rnic_wc_status_str(c.status), rnic_wc_opcode_str(c.opcode),
+                  (unsigned long)id, rnic_wc_status_str(status),
+                  rnic_wc_opcode_str(op));
+    if (status == RNIC_WC_SUCCESS) {
+        ck_assert_uint_eq(c.byte_len, len);
+    }
+}
+
+/* @n bytes at @dst of @to equal those at @src of @from; after: untouched */
+static void expect_data(struct epf_side *to, uint64_t dst,
+                        struct epf_side *from, uint64_t src, uint32_t n)
+{
+    ck_assert_int_eq(memcmp(epf_ptr(to, dst), epf_ptr(from, src), n), 0);
+    ck_assert_uint_eq(*epf_ptr(to, dst + n), 0xee);
+}
+
+static uint32_t remote_mr(struct epf_side *s, uint64_t off, uint64_t len,
+                          unsigned access, enum rnic_stag_policy policy)
+{
+    return epf_mr(s, off, len, access | RNIC_ACCESS_LOCAL_WRITE, policy,
+                  true);
+}
+
+/* ---- every data operation at the sizes around MULPDU ---- */
+
+static void do_send(uint32_t n, enum rnic_wr_opcode op, uint64_t id)
+{
+    struct rnic_send_wr wr = epf_wr(id, op, A.lkey, SRC_OFF, n);
+    uint32_t flags = op == RNIC_WR_SEND_SE ? RNIC_WC_SOLICITED : 0;
+    struct rnic_cqe c;
+
+    memset(epf_ptr(&B, DST_OFF), 0xee, n + 1);
+    epf_post_recv(&B, id, DST_OFF, n);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(A.scq, id, RNIC_WC_SUCCESS, RNIC_WC_SEND, n);
+    c = epf_cqe(B.rcq);
+    ck_assert_int_eq(c.status, RNIC_WC_SUCCESS);
+    ck_assert_uint_eq(c.byte_len, n);
+    ck_assert_uint_eq(c.flags, flags);
+    expect_data(&B, DST_OFF, &A, SRC_OFF, n);
+}
+
+static void do_write(uint32_t n, uint64_t id)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 2 * MIB, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+    struct rnic_send_wr wr = epf_wr(id, RNIC_WR_WRITE, A.lkey, SRC_OFF, n);
+
+    memset(epf_ptr(&B, DST_OFF), 0xee, n + 1);
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(DST_OFF);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(A.scq, id, RNIC_WC_SUCCESS, RNIC_WC_WRITE, n);
+    epf_no_cqe(B.rcq);
+    expect_data(&B, DST_OFF, &A, SRC_OFF, n);
+    ck_assert_int_eq(rnic_mr_deregister(B.stags, stag), RNIC_STAG_OK);
+}
+
+static void do_read(uint32_t n, uint64_t id)
+{
+    uint32_t stag = remote_mr(&B, SRC_OFF, 2 * MIB, RNIC_ACCESS_REMOTE_READ,
+                              RNIC_STAG_PERSISTENT);
+    struct rnic_send_wr wr = epf_wr(id, RNIC_WR_READ, A.lkey, DST_OFF, n);
+
+    memset(epf_ptr(&A, DST_OFF), 0xee, n + 1);
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(SRC_OFF);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(A.scq, id, RNIC_WC_SUCCESS, RNIC_WC_READ, n);
+    expect_data(&A, DST_OFF, &B, SRC_OFF, n);
+    ck_assert_int_eq(rnic_mr_deregister(B.stags, stag), RNIC_STAG_OK);
+}
+
+static const struct pair_cfg wire_cfgs[] = {
+    { .crc = true, .markers = false, .rtr = RNIC_MPA_RTR_WRITE },
+    { .crc = false, .markers = false, .rtr = RNIC_MPA_RTR_SEND },
+    { .crc = true, .markers = true, .rtr = RNIC_MPA_RTR_READ },
+    { .crc = false, .markers = true, .rtr = 0 },
+};
+
+START_TEST(test_ops_sizes)
+{
+    uint32_t m, sizes[10];
+    uint64_t id = 1;
+
+    teardown();
+    pair_up(&wire_cfgs[_i]);
+    m = rnic_ep_mulpdu(A.ep);
+    sizes[0] = 0;
+    sizes[1] = 1;
+    sizes[2] = m - 1;
+    sizes[3] = m;
+    sizes[4] = m + 1;
+    sizes[5] = m - 18 - 1;      /* one untagged segment's payload, -1 */
+    sizes[6] = m - 18;
+    sizes[7] = m - 14 + 1;      /* one tagged segment's payload, +1 */
+    sizes[8] = 3 * m + 7;
+    sizes[9] = MIB;
+    for (int i = 0; i < 10; i++) {
+        do_send(sizes[i], i & 1 ? RNIC_WR_SEND_SE : RNIC_WR_SEND, id++);
+        do_write(sizes[i], id++);
+        do_read(sizes[i], id++);
+    }
+    ck_assert_int_eq(A.qp->state, RNIC_QP_RTS);
+    ck_assert_int_eq(B.qp->state, RNIC_QP_RTS);
+    ck_assert_uint_eq(A.term_sent + B.term_sent, 0);
+}
+END_TEST
+
+/* Without zero-copy maps, and with maps cut in small pieces. */
+START_TEST(test_ops_without_maps)
+{
+    A.mem.can_map = _i == 0;
+    B.mem.can_map = _i == 0;
+    A.mem.map_limit = 700;
+    B.mem.map_limit = 700;
+    do_send(100000, RNIC_WR_SEND, 1);
+    do_write(70000, 2);
+    do_read(50001, 3);
+}
+END_TEST
+
+START_TEST(test_segmentation)
+{
+    static struct epf_capture cap;
+    uint32_t m = rnic_ep_mulpdu(A.ep);
+    struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF,
+                                    2 * (m - 18) + 1);
+    struct rnic_ddp_hdr h[3];
+
+    epf_capture_init(&cap, true, false);
+    epf_post(&A, &wr);
+    epf_capture(&A, &cap);
+    /* the RTR Write, then three segments of one Send */
+    ck_assert_int_eq(cap.count, 4);
+    ck_assert_uint_eq(cap.len[0], 14);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_ne(rnic_ddp_hdr_decode(&h[i], cap.ulpdu[i + 1], 18), 0);
+        ck_assert_uint_eq(h[i].msn, 1);
+        ck_assert_uint_eq(h[i].qn, 0);
+        ck_assert_uint_eq(h[i].mo, i * (m - 18));
+        ck_assert(h[i].last == (i == 2));
+    }
+    ck_assert_uint_eq(cap.len[1], m);
+    ck_assert_uint_eq(cap.len[2], m);
+    ck_assert_uint_eq(cap.len[3], 19);
+    expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_SEND, 2 * (m - 18) + 1);
+}
+END_TEST
+
+/* A multi-SGE Send scattered over a multi-SGE receive. */
+START_TEST(test_scatter_gather)
+{
+    struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF, 3000);
+    struct rnic_recv_wr rw = { .wr_id = 9, .num_sge = 3 };
+    uint32_t lens[3] = { 1000, 1, 2999 };
+
+    wr.num_sge = 3;
+    wr.sge[1] = (struct rnic_sge) { A.lkey, epf_addr(SRC_OFF + 5000), 10 };
+    wr.sge[2] = (struct rnic_sge) { A.lkey, epf_addr(SRC_OFF + 9000), 990 };
+    for (int i = 0; i < 3; i++) {
+        rw.sge[i] = (struct rnic_sge) { B.lkey,
+                                        epf_addr(DST_OFF + i * 8192),
+                                        lens[i] };
+    }
+    ck_assert_int_eq(rnic_qp_post_recv(B.qp, &rw), 0);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(B.rcq, 9, RNIC_WC_SUCCESS, RNIC_WC_RECV, 4000);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF), epf_ptr(&A, SRC_OFF),
+                            1000), 0);
+    ck_assert_int_eq(*epf_ptr(&B, DST_OFF + 8192), *epf_ptr(&A, 1000));
+    ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF + 16384),
+                            epf_ptr(&A, 1001), 1999), 0);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF + 16384 + 1999),
+                            epf_ptr(&A, 5000), 10), 0);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF + 16384 + 2009),
+                            epf_ptr(&A, 9000), 990), 0);
+}
+END_TEST
+
+START_TEST(test_inline_send)
+{
+    struct rnic_send_wr wr = { .wr_id = 4, .opcode = RNIC_WR_SEND,
+                               .flags = RNIC_WR_SIGNALED | RNIC_WR_INLINE,
+                               .inline_len = 50 };
+
+    for (int i = 0; i < 50; i++) {
+        wr.inline_data[i] = (uint8_t)(i * 5 + 1);
+    }
+    epf_post_recv(&B, 1, DST_OFF, 64);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(A.scq, 4, RNIC_WC_SUCCESS, RNIC_WC_SEND, 50);
+    expect_cqe(B.rcq, 1, RNIC_WC_SUCCESS, RNIC_WC_RECV, 50);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF), wr.inline_data, 50), 0);
+}
+END_TEST
+
+START_TEST(test_srq)
+{
+    teardown();
+    pair_up(&(struct pair_cfg) { .crc = true, .srq = true });
+    for (int i = 0; i < 3; i++) {
+        epf_post_recv(&B, 100 + i, DST_OFF + i * 4096, 4096);
+    }
+    for (int i = 0; i < 3; i++) {
+        struct rnic_send_wr wr = epf_wr(i, RNIC_WR_SEND, A.lkey,
+                                        SRC_OFF + i, 1000 + i);
+
+        epf_post(&A, &wr);
+    }
+    run();
+    for (int i = 0; i < 3; i++) {
+        expect_cqe(B.rcq, 100 + i, RNIC_WC_SUCCESS, RNIC_WC_RECV, 1000 + i);
+        ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF + i * 4096),
+                                epf_ptr(&A, SRC_OFF + i), 1000 + i), 0);
+    }
+    ck_assert_uint_eq(rnic_srq_count(B.srq), 0);
+}
+END_TEST
+
+/* ---- Immediate Data and atomics (RFC 7306) ---- */
+
+START_TEST(test_imm_data)
+{
+    struct rnic_send_wr wr = { .wr_id = 7, .opcode = RNIC_WR_IMM_DATA,
+                               .flags = RNIC_WR_SIGNALED,
+                               .imm_data = 0xdeadbeef };
+    struct rnic_cqe c;
+
+    epf_post_recv(&B, 1, DST_OFF, 16);
+    epf_post_recv(&B, 2, DST_OFF, 16);
+    epf_post(&A, &wr);
+    wr.wr_id = 8;
+    wr.imm_data = 0x01020304;
+    wr.flags |= RNIC_WR_SOLICITED;
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(A.scq, 7, RNIC_WC_SUCCESS, RNIC_WC_IMM_DATA, 0);
+    expect_cqe(A.scq, 8, RNIC_WC_SUCCESS, RNIC_WC_IMM_DATA, 0);
+    c = epf_cqe(B.rcq);
+    ck_assert_uint_eq(c.flags, RNIC_WC_WITH_IMM);
+    ck_assert_uint_eq(c.imm_data, 0xdeadbeef);
+    ck_assert_uint_eq(c.byte_len, 0);
+    c = epf_cqe(B.rcq);
+    ck_assert_uint_eq(c.flags, RNIC_WC_WITH_IMM | RNIC_WC_SOLICITED);
+    ck_assert_uint_eq(c.imm_data, 0x01020304);
+    ck_assert_uint_eq(*epf_ptr(&B, DST_OFF), 0xee);     /* nothing placed */
+}
+END_TEST
+
+static uint64_t ld_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 7; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+static void st_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void do_atomic(enum rnic_wr_opcode op, uint32_t stag, uint64_t a,
+                      uint64_t b, uint64_t id)
+{
+    struct rnic_send_wr wr = epf_wr(id, op, A.lkey, DST_OFF + 8 * id, 8);
+
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(MISC_OFF);
+    wr.atomic_add_or_compare = a;
+    wr.atomic_swap = b;
+    epf_post(&A, &wr);
+}
+
+START_TEST(test_atomics)
+{
+    uint32_t stag = remote_mr(&B, MISC_OFF, 64, RNIC_ACCESS_REMOTE_ATOMIC,
+                              RNIC_STAG_PERSISTENT);
+    uint8_t *target = epf_ptr(&B, MISC_OFF);
+
+    st_le64(target, 1000);
+    do_atomic(RNIC_WR_ATOMIC_FETCH_ADD, stag, 5, 0, 1);     /* 1000 -> 1005 */
+    do_atomic(RNIC_WR_ATOMIC_CMP_SWAP, stag, 1005, 77, 2);  /* -> 77 */
+    do_atomic(RNIC_WR_ATOMIC_CMP_SWAP, stag, 1005, 99, 3);  /* no swap */
+    do_atomic(RNIC_WR_ATOMIC_FETCH_ADD, stag, UINT64_MAX, 0, 4);    /* -> 76 */
+    run();
+    expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_ATOMIC_FETCH_ADD, 8);
+    expect_cqe(A.scq, 2, RNIC_WC_SUCCESS, RNIC_WC_ATOMIC_CMP_SWAP, 8);
+    expect_cqe(A.scq, 3, RNIC_WC_SUCCESS, RNIC_WC_ATOMIC_CMP_SWAP, 8);
+    expect_cqe(A.scq, 4, RNIC_WC_SUCCESS, RNIC_WC_ATOMIC_FETCH_ADD, 8);
+    ck_assert_uint_eq(ld_le64(epf_ptr(&A, DST_OFF + 8)), 1000);
+    ck_assert_uint_eq(ld_le64(epf_ptr(&A, DST_OFF + 16)), 1005);
+    ck_assert_uint_eq(ld_le64(epf_ptr(&A, DST_OFF + 24)), 77);
+    ck_assert_uint_eq(ld_le64(epf_ptr(&A, DST_OFF + 32)), 77);
+    ck_assert_uint_eq(ld_le64(target), 76);
+}
+END_TEST
+
+/* ---- invalidation ---- */
+
+static void write_to(uint32_t stag, uint64_t off, uint32_t n, uint64_t id)
+{
+    struct rnic_send_wr wr = epf_wr(id, RNIC_WR_WRITE, A.lkey, SRC_OFF, n);
+
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(off);
+    epf_post(&A, &wr);
+    run();
+}
+
+static void expect_refused(struct rnic_term_code code)
+{
+    ck_assert_uint_eq(B.term_sent, 1);
+    ck_assert_uint_eq(A.term_received, 1);
+    ck_assert_msg(rnic_term_code_eq(A.recv_code, code), "got %s, want %s",
+                  rnic_term_code_str(A.recv_code), rnic_term_code_str(code));
+    ck_assert_int_eq(B.qp->state, RNIC_QP_TERMINATE);
+    ck_assert_int_eq(A.qp->state, RNIC_QP_TERMINATE);
+}
+
+static const struct rnic_term_code invalid_stag = {
+    RNIC_TERM_LAYER_DDP, RNIC_DDP_ETYPE_TAGGED, RNIC_DDP_T_ECODE_INVALID_STAG,
+};
+
+START_TEST(test_send_inv_then_write_refused)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+    struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND_INV, A.lkey, SRC_OFF, 10);
+    struct rnic_cqe c;
+
+    write_to(stag, DST_OFF, 100, 5);        /* valid before */
+    expect_cqe(A.scq, 5, RNIC_WC_SUCCESS, RNIC_WC_WRITE, 100);
+    wr.invalidate_stag = stag;
+    epf_post_recv(&B, 1, MISC_OFF, 64);
+    epf_post(&A, &wr);
+    run();
+    c = epf_cqe(B.rcq);
+    ck_assert_int_eq(c.status, RNIC_WC_SUCCESS);
+    ck_assert_uint_eq(c.flags, RNIC_WC_WITH_INV);
+    ck_assert_uint_eq(c.inval_stag, stag);
+    ck_assert(!rnic_stag_lookup(B.stags, stag));
+    memset(epf_ptr(&B, DST_OFF), 0xee, 4096);
+    write_to(stag, DST_OFF, 100, 6);
+    expect_refused(invalid_stag);
+    ck_assert_uint_eq(*epf_ptr(&B, DST_OFF), 0xee);
+}
+END_TEST
+
+START_TEST(test_one_shot_written_twice)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 8192, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_ONE_SHOT);
+
+    /* several segments: only the last one ends the STag */
+    write_to(stag, DST_OFF, 5000, 1);
+    expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_WRITE, 5000);
+    expect_data(&B, DST_OFF, &A, SRC_OFF, 5000);
+    ck_assert(!rnic_stag_lookup(B.stags, stag));
+    memset(epf_ptr(&A, SRC_OFF), 0x11, 100);
+    write_to(stag, DST_OFF, 100, 2);
+    expect_refused(invalid_stag);
+    ck_assert_int_ne(*epf_ptr(&B, DST_OFF), 0x11);
+}
+END_TEST
+
+START_TEST(test_recv_linked_stag)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+    struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF, 8);
+
+    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 42), RNIC_STAG_OK);
+    epf_post_recv(&B, 41, MISC_OFF, 64);
+    epf_post_recv(&B, 42, MISC_OFF, 64);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(B.rcq, 41, RNIC_WC_SUCCESS, RNIC_WC_RECV, 8);
+    ck_assert(rnic_stag_lookup(B.stags, stag));     /* not this buffer */
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(B.rcq, 42, RNIC_WC_SUCCESS, RNIC_WC_RECV, 8);
+    ck_assert(!rnic_stag_lookup(B.stags, stag));
+    write_to(stag, DST_OFF, 8, 3);
+    expect_refused(invalid_stag);
+}
+END_TEST
+
+/* Flushed receive buffers are not consumed: their STags stay. */
+START_TEST(test_recv_link_forgotten_on_flush)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+
+    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 42), RNIC_STAG_OK);
+    epf_post_recv(&B, 42, MISC_OFF, 64);
+    ck_assert_int_eq(rnic_ep_modify(B.ep, RNIC_QP_ERROR), 0);
+    expect_cqe(B.rcq, 42, RNIC_WC_WR_FLUSH_ERR, RNIC_WC_RECV, 0);
+    ck_assert(rnic_stag_lookup(B.stags, stag));
+    /* the link is gone: the STag can be linked again */
+    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 43), RNIC_STAG_OK);
+}
+END_TEST
+
+START_TEST(test_persistent_many_writes)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 65536, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+
+    for (int i = 0; i < 40; i++) {
+        write_to(stag, DST_OFF + 1000 * i, 1000 + i, i);
+        expect_cqe(A.scq, i, RNIC_WC_SUCCESS, RNIC_WC_WRITE, 1000 + i);
+        ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF + 1000 * i),
+                                epf_ptr(&A, SRC_OFF), 1000 + i), 0);
+    }
+    ck_assert(rnic_stag_lookup(B.stags, stag));
+    ck_assert_uint_eq(B.term_sent, 0);
+}
+END_TEST
+
+/* ---- ORD, fence, IRD ---- */
+
+static void post_read(uint32_t stag, uint64_t id, uint32_t n, uint32_t flags)
+{
+    struct rnic_send_wr wr = epf_wr(id, RNIC_WR_READ, A.lkey,
+                                    DST_OFF + id * 4096, n);
+
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(SRC_OFF);
+    wr.flags |= flags;
+    epf_post(&A, &wr);
+}
+
+static int count_opcode(const struct epf_capture *c, uint8_t opcode)
+{
+    int n = 0;
+
+    for (int i = 0; i < c->count; i++) {
+        n += (c->ulpdu[i][1] & RNIC_RDMAP_OPCODE_MASK) == opcode;
+    }
+    return n;
+}
+
+START_TEST(test_ord_limit)
+{
+    static struct epf_capture cap;
+    uint32_t stag;
+
+    teardown();
+    pair_up(&(struct pair_cfg) { .crc = true, .ord_ird = 2, .max_rd = 8 });
+    stag = remote_mr(&B, SRC_OFF, 65536, RNIC_ACCESS_REMOTE_READ,
+                     RNIC_STAG_PERSISTENT);
+    for (int i = 1; i <= 5; i++) {
+        post_read(stag, i, 100 * i, 0);
+    }
+    epf_capture_init(&cap, true, false);
+    epf_capture(&A, &cap);
+    ck_assert_int_eq(count_opcode(&cap, RNIC_RDMAP_READ_REQ), 2);
+    ck_assert_uint_eq(A.qp->ord_used, 2);
+    epf_no_cqe(A.scq);
+    /* the captured bytes are gone: again, this time delivered */
+    teardown();
+    pair_up(&(struct pair_cfg) { .crc = true, .ord_ird = 2, .max_rd = 8 });
+    stag = remote_mr(&B, SRC_OFF, 65536, RNIC_ACCESS_REMOTE_READ,
+                     RNIC_STAG_PERSISTENT);
+    for (int i = 1; i <= 5; i++) {
+        post_read(stag, i, 100 * i, 0);
+    }
+    run();
+    for (int i = 1; i <= 5; i++) {
+        expect_cqe(A.scq, i, RNIC_WC_SUCCESS, RNIC_WC_READ, 100 * i);
+        ck_assert_int_eq(memcmp(epf_ptr(&A, DST_OFF + i * 4096),
+                                epf_ptr(&B, SRC_OFF), 100 * i), 0);
+    }
+    ck_assert_uint_eq(B.term_sent, 0);
+}
+END_TEST
+
+START_TEST(test_fence)
+{
+    static struct epf_capture cap;
+    uint32_t stag = remote_mr(&B, SRC_OFF, 65536, RNIC_ACCESS_REMOTE_READ,
+                              RNIC_STAG_PERSISTENT);
+    struct rnic_send_wr wr = epf_wr(2, RNIC_WR_SEND, A.lkey, SRC_OFF, 10);
+
+    post_read(stag, 1, 1000, 0);
+    wr.flags |= RNIC_WR_FENCE;
+    epf_post(&A, &wr);
+    epf_post_recv(&B, 1, MISC_OFF, 64);
+    epf_capture_init(&cap, true, false);
+    epf_capture(&A, &cap);
+    /* the fenced Send waits for the Read's response */
+    ck_assert_int_eq(count_opcode(&cap, RNIC_RDMAP_READ_REQ), 1);
+    ck_assert_int_eq(count_opcode(&cap, RNIC_RDMAP_SEND), 0);
+    epf_no_cqe(A.scq);
+    teardown();
+    setup();
+    stag = remote_mr(&B, SRC_OFF, 65536, RNIC_ACCESS_REMOTE_READ,
+                     RNIC_STAG_PERSISTENT);
+    post_read(stag, 1, 1000, 0);
+    epf_post(&A, &wr);
+    epf_post_recv(&B, 1, MISC_OFF, 64);
+    run();
+    expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_READ, 1000);
+    expect_cqe(A.scq, 2, RNIC_WC_SUCCESS, RNIC_WC_SEND, 10);
+    expect_cqe(B.rcq, 1, RNIC_WC_SUCCESS, RNIC_WC_RECV, 10);
+}
+END_TEST
+
+START_TEST(test_ird_exceeded)
+{
+    struct epf_params pa = { .initiator = true, .max_rd = 4 };
+    struct epf_params pb = { .max_rd = 4 };
+    uint32_t stag;
+
+    teardown();
+    /* A believes it may have 3 Reads out, B grants IRD 1 */
+    epf_mpa_pair(true, false, 0, 3, &pa.mpa, &pb.mpa);
+    pb.mpa.ird = 1;
+    epf_init(&A, &pa, 10);
+    epf_init(&B, &pb, 20);
+    memset(epf_ptr(&A, DST_OFF), 0xee, MIB);
+    stag = remote_mr(&B, SRC_OFF, 65536, RNIC_ACCESS_REMOTE_READ,
+                     RNIC_STAG_PERSISTENT);
+    post_read(stag, 1, 100, 0);
+    post_read(stag, 2, 100, 0);
+    /* both requests arrive before B can answer */
+    epf_pump(&A, &B, &rng, CHUNK);
+    run();
+    expect_refused(rnic_term_rdmap(RNIC_RDMAP_ETYPE_REMOTE_OPERATION,
+                                   RNIC_RDMAP_ECODE_CATASTROPHIC_STREAM));
+}
+END_TEST
+
+/* ---- errors ---- */
+
+START_TEST(test_flush_once)
+{
+    unsigned seen[8] = { 0 };
+    struct rnic_cqe c;
+
+    epf_post_recv(&A, 6, MISC_OFF, 64);
+    epf_post_recv(&A, 7, MISC_OFF, 64);
+    for (int i = 0; i < 4; i++) {
+        struct rnic_send_wr wr = epf_wr(i, RNIC_WR_SEND, A.lkey, SRC_OFF, 10);
+
+        epf_post(&A, &wr);
+    }
+    /* B has no receive posted: the first Send is refused */
+    run();
+    expect_refused(rnic_term_ddp(RNIC_DDP_ETYPE_UNTAGGED,
+                                 RNIC_DDP_U_ECODE_MSN_NO_BUFFER));
+    rnic_ep_connection_closed(A.ep);
+    rnic_ep_connection_closed(B.ep);
+    ck_assert_int_eq(A.qp->state, RNIC_QP_ERROR);
+    while (rnic_cq_poll(A.scq, &c, 1) || rnic_cq_poll(A.rcq, &c, 1)) {
+        ck_assert_uint_lt(c.wr_id, 8);
+        seen[c.wr_id]++;
+    }
+    for (int i = 0; i < 8; i++) {
+        ck_assert_uint_eq(seen[i], i < 4 || i >= 6 ? 1 : 0);
+    }
+    /* a post now flushes at once, still exactly one CQE */
+    epf_post_recv(&A, 1, MISC_OFF, 64);
+    expect_cqe(A.rcq, 1, RNIC_WC_WR_FLUSH_ERR, RNIC_WC_RECV, 0);
+    epf_no_cqe(A.rcq);
+    epf_no_cqe(A.scq);
+}
+END_TEST
+
+START_TEST(test_bad_local_sge)
+{
+    struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF, 10);
+    enum rnic_wc_status want[] = {
+        RNIC_WC_LOC_PROT_ERR, RNIC_WC_LOC_LEN_ERR, RNIC_WC_LOC_ACCESS_ERR,
+    };
+
+    if (_i == 0) {
+        wr.sge[0].stag = rnic_stag_next_key(A.lkey);
+    } else if (_i == 1) {
+        wr.sge[0].to = epf_addr(EPF_SIZE - 4);
+    } else {
+        wr.opcode = RNIC_WR_READ;
+        wr.sge[0].stag = epf_mr(&A, DST_OFF, 4096, 0, RNIC_STAG_PERSISTENT,
+                                false);
+    }
+    epf_post_recv(&B, 1, MISC_OFF, 64);
+    epf_post(&A, &wr);
+    wr.wr_id = 2;
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(A.scq, 1, want[_i], rnic_wc_opcode_of(wr.opcode), 0);
+    expect_cqe(A.scq, 2, RNIC_WC_WR_FLUSH_ERR, rnic_wc_opcode_of(wr.opcode),
+               0);
+    ck_assert_int_eq(A.qp->state, RNIC_QP_ERROR);
+    ck_assert_uint_eq(B.term_received, 1);
+    ck_assert(rnic_term_code_eq(B.recv_code, rnic_term_rdmap(
+        RNIC_RDMAP_ETYPE_LOCAL_CATASTROPHIC, RNIC_RDMAP_ECODE_UNSPECIFIED)));
+    /* nothing reached B's buffer: it is flushed, not completed */
+    expect_cqe(B.rcq, 1, RNIC_WC_WR_FLUSH_ERR, RNIC_WC_RECV, 0);
+}
+END_TEST
+
+START_TEST(test_local_inv_and_bind_in_order)
+{
+    uint32_t mr = epf_mr(&B, DST_OFF, 8192, RNIC_ACCESS_LOCAL_WRITE |
+                         RNIC_ACCESS_MW_BIND, RNIC_STAG_PERSISTENT, false);
+    uint32_t mw, bound;
+    struct rnic_send_wr bind = { .wr_id = 1, .opcode = RNIC_WR_BIND_MW,
+                                 .flags = RNIC_WR_SIGNALED };
+    struct rnic_send_wr inv = { .wr_id = 3, .opcode = RNIC_WR_LOCAL_INV,
+                                .flags = RNIC_WR_SIGNALED };
+    struct rnic_send_wr send = epf_wr(2, RNIC_WR_SEND, B.lkey, SRC_OFF, 4);
+
+    ck_assert_int_eq(rnic_mw_alloc(B.stags, B.pd, RNIC_STAG_MW_TYPE2, 7, &mw),
+                     RNIC_STAG_OK);
+    bound = rnic_stag_next_key(mw);
+    bind.bind = (struct rnic_bind_params) {
+        .mw_stag = mw, .mr_stag = mr, .to = epf_addr(DST_OFF + 4096),
+        .length = 4096, .access = RNIC_ACCESS_REMOTE_WRITE,
+    };
+    inv.invalidate_stag = bound;
+    epf_post_recv(&A, 1, MISC_OFF, 64);
+    epf_post(&B, &bind);
+    epf_post(&B, &send);
+    epf_post(&B, &inv);
+    ck_assert(!rnic_stag_lookup(B.stags, bound));    /* not before tx runs */
+    epf_pump(&B, &A, &rng, CHUNK);      /* B must wait for the RTR */
+    ck_assert(!rnic_stag_lookup(B.stags, bound));
+    run();
+    expect_cqe(B.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_BIND_MW, 0);
+    expect_cqe(B.scq, 2, RNIC_WC_SUCCESS, RNIC_WC_SEND, 4);
+    expect_cqe(B.scq, 3, RNIC_WC_SUCCESS, RNIC_WC_LOCAL_INV, 0);
+    ck_assert(!rnic_stag_lookup(B.stags, bound));
+    /* a bind onto a stale region STag: MW_BIND_ERR, QP in ERROR */
+    bind.wr_id = 4;
+    bind.bind.mw_stag = bound;
+    bind.bind.mr_stag = rnic_stag_next_key(mr);
+    epf_post(&B, &bind);
+    run();
+    expect_cqe(B.scq, 4, RNIC_WC_MW_BIND_ERR, RNIC_WC_BIND_MW, 0);
+    ck_assert_int_eq(B.qp->state, RNIC_QP_ERROR);
+}
+END_TEST
+
+/* Type 2 window bound through the SQ, then written by the peer. */
+START_TEST(test_bound_window_written)
+{
+    uint32_t mr = epf_mr(&B, DST_OFF, 8192, RNIC_ACCESS_LOCAL_WRITE |
+                         RNIC_ACCESS_MW_BIND, RNIC_STAG_PERSISTENT, false);
+    struct rnic_send_wr bind = { .wr_id = 1, .opcode = RNIC_WR_BIND_MW };
+    uint32_t mw;
+
+    ck_assert_int_eq(rnic_mw_alloc(B.stags, B.pd, RNIC_STAG_MW_TYPE2, 7, &mw),
+                     RNIC_STAG_OK);
+    bind.bind = (struct rnic_bind_params) {
+        .mw_stag = mw, .mr_stag = mr, .to = epf_addr(DST_OFF + 4096),
+        .length = 4096, .access = RNIC_ACCESS_REMOTE_WRITE,
+    };
+    epf_post(&B, &bind);
+    run();
+    write_to(rnic_stag_next_key(mw), DST_OFF + 4096, 4096, 2);
+    expect_cqe(A.scq, 2, RNIC_WC_SUCCESS, RNIC_WC_WRITE, 4096);
+    expect_data(&B, DST_OFF + 4096, &A, SRC_OFF, 4096);
+}
+END_TEST
+
+START_TEST(test_recv_too_long)
+{
+    struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF, 3000);
+
+    epf_post_recv(&B, 5, DST_OFF, 2999);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(B.rcq, 5, RNIC_WC_LOC_LEN_ERR, RNIC_WC_RECV, 0);
+    expect_refused(rnic_term_ddp(RNIC_DDP_ETYPE_UNTAGGED,
+                                 RNIC_DDP_U_ECODE_TOO_LONG));
+}
+END_TEST
+
+Suite *engine_suite(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *tc = tcase_create("engine");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, test_ops_sizes, 0,
+                        sizeof(wire_cfgs) / sizeof(wire_cfgs[0]));
+    tcase_add_loop_test(tc, test_ops_without_maps, 0, 2);
+    tcase_add_test(tc, test_segmentation);
+    tcase_add_test(tc, test_scatter_gather);
+    tcase_add_test(tc, test_inline_send);
+    tcase_add_test(tc, test_srq);
+    tcase_add_test(tc, test_imm_data);
+    tcase_add_test(tc, test_atomics);
+    tcase_add_test(tc, test_send_inv_then_write_refused);
+    tcase_add_test(tc, test_one_shot_written_twice);
+    tcase_add_test(tc, test_recv_linked_stag);
+    tcase_add_test(tc, test_recv_link_forgotten_on_flush);
+    tcase_add_test(tc, test_persistent_many_writes);
+    tcase_add_test(tc, test_ord_limit);
+    tcase_add_test(tc, test_fence);
+    tcase_add_test(tc, test_ird_exceeded);
+    tcase_add_test(tc, test_flush_once);
+    tcase_add_loop_test(tc, test_bad_local_sge, 0, 3);
+    tcase_add_test(tc, test_local_inv_and_bind_in_order);
+    tcase_add_test(tc, test_bound_window_written);
+    tcase_add_test(tc, test_recv_too_long);
+    suite_add_tcase(s, tc);
+    return s;
+}
