@@ -30,7 +30,8 @@ QEMU_BIN   := $(BUILD)/qemu-system-x86_64
 # Debian's firmware packages; QEMU run from its build folder looks for its
 # --firmwarepath under qemu-bundle/, so they are linked there.
 FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
-QTESTS     := rnic-test rnic-cm-test rnic-dp-test device-introspect-test
+QTESTS     := rnic-test rnic-cm-test rnic-dp-test rnic-peer-test \
+              device-introspect-test
 
 .PHONY: all core qemu check check-unit check-qtest run clean distclean
 

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qtest in which the test itself is the remote iWARP peer: it connects to
+ * the device over TCP on 127.0.0.1, does the MPA exchange by hand and then
+ * writes FPDUs byte by byte as a hostile or buggy peer would — invalid
+ * STags, a second Write to a one-shot STag, a Send with no receive posted,
+ * a Terminate, a broken CRC — and checks the device's Terminate on the
+ * wire, its events, completions, and that nothing was placed.
+ *
+ * The wire layouts are written out here on purpose (RFC 5044 §7, RFC 5041
+ * §5, RFC 5040 §4): an independent reading of the RFCs, not the core's.
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "libqos/rnic.h"
+
+#define IOVA        0x10000000ull
+#define QP_LOG      3
+#define CQ_LOG      4
+
+/* Terminate layer/etype as the event's arg0 carries them. */
+#define DDP_TAGGED      0x101
+#define DDP_UNTAGGED    0x102
+#define RDMAP_REMOTE_OP 0x002
+#define LLP_MPA         0x200
+
+typedef struct Peer {
+    RnicTest t;
+    uint32_t pdn, cqn, qpn;
+    uint64_t cq_ring, buf;
+    RnicTestQp qp;
+    int fd;
+    bool crc;
+    uint32_t msn[3];        /* next MSN per untagged queue we send on */
+} Peer;
+
+/* ---- CRC32c (RFC 3720 polynomial, reflected), for CRC-on streams ---- */
+
+static uint32_t crc32c(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xffffffff;
+
+    while (len--) {
+        crc ^= *p++;
+        for (int k = 0; k < 8; k++) {
+            crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78 : crc >> 1;
+        }
+    }
+    return ~crc;
+}
+
+/* ---- sockets ---- */
+
+static void read_full(int fd, void *buf, size_t len)
+{
+    struct timeval tv = { .tv_sec = 5 };
+    size_t got = 0;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    while (got < len) {
+        ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+
+        g_assert_cmpint(n, >, 0);
+        got += n;
+    }
+}
+
+static void write_full(int fd, const void *buf, size_t len)
+{
+    g_assert_cmpint(write(fd, buf, len), ==, len);
+}
+
+/* ---- FPDUs (RFC 5044 §7.1: length, ULPDU, pad, CRC) ---- */
+
+static void send_fpdu(Peer *p, const uint8_t *ulpdu, size_t len)
+{
+    uint8_t f[2048];
+    size_t n = 2 + len, pad = (4 - n % 4) % 4;
+    uint32_t crc;
+
+    g_assert_cmpuint(n + pad + 4, <=, sizeof(f));
+    stw_be_p(f, len);
+    memcpy(f + 2, ulpdu, len);
+    memset(f + n, 0, pad);
+    n += pad;
+    crc = p->crc ? crc32c(f, n) : 0;
+    stl_le_p(f + n, crc);   /* the CRC goes out least significant first */
+    write_full(p->fd, f, n + 4);
+}
+
+/* Reads one FPDU; returns the ULPDU length, the ULPDU in @ulpdu. */
+static size_t recv_fpdu(Peer *p, uint8_t *ulpdu)
+{
+    uint8_t hdr[2], tail[8];
+    size_t len, pad;
+
+    read_full(p->fd, hdr, 2);
+    len = lduw_be_p(hdr);
+    g_assert_cmpuint(len, <=, 1024);
+    read_full(p->fd, ulpdu, len);
+    pad = (4 - (2 + len) % 4) % 4;
+    read_full(p->fd, tail, pad + 4);
+    return len;
+}
+
+/* DDP tagged header (RFC 5041 §5.1) + RDMAP control (RFC 5040 §4.1). */
+static size_t tagged_hdr(uint8_t *h, bool last, uint8_t opcode,
+                         uint32_t stag, uint64_t to)
+{
+    h[0] = 0x80 | (last ? 0x40 : 0) | 0x01;     /* T, L, DV 1 */
+    h[1] = 0x40 | opcode;                       /* RV 1 */
+    stl_be_p(h + 2, stag);
+    stq_be_p(h + 6, to);
+    return 14;
+}
+
+/* DDP untagged header (RFC 5041 §5.2). */
+static size_t untagged_hdr(Peer *p, uint8_t *h, uint8_t opcode, uint32_t inv,
+                           uint32_t qn, uint32_t mo)
+{
+    h[0] = 0x40 | 0x01;                         /* L, DV 1 */
+    h[1] = 0x40 | opcode;
+    stl_be_p(h + 2, inv);
+    stl_be_p(h + 6, qn);
+    stl_be_p(h + 10, p->msn[qn]++);
+    stl_be_p(h + 14, mo);
+    return 18;
+}
+
+static void rdma_write(Peer *p, uint32_t stag, uint64_t to, const void *data,
+                       size_t len)
+{
+    uint8_t u[1024];
+    size_t h = tagged_hdr(u, true, 0x0, stag, to);
+
+    memcpy(u + h, data, len);
+    send_fpdu(p, u, h + len);
+}
+
+/*
+ * Reads the device's Terminate: an untagged message on QN 2 whose first
+ * word is layer(4) etype(4) ecode(8) hdrct(3) (RFC 5040 §4.8).
+ */
+static void expect_terminate(Peer *p, uint32_t layer_etype, uint8_t ecode)
+{
+    uint8_t u[1024];
+    size_t len = recv_fpdu(p, u);
+
+    g_assert_cmpuint(len, >=, 18 + 4);
+    g_assert_cmphex(u[1] & 0x0f, ==, 0x7);              /* Terminate */
+    g_assert_cmpuint(ldl_be_p(u + 6), ==, 2);           /* QN 2 */
+    g_assert_cmpuint(ldl_be_p(u + 10), ==, 1);          /* first MSN */
+    g_assert_cmphex(((u[18] >> 4) << 8) | (u[18] & 0x0f), ==, layer_etype);
+    g_assert_cmphex(u[19], ==, ecode);
+}
+
+static void expect_event(Peer *p, uint8_t type, struct rnic_event *ev)
+{
+    rnic_wait_event(&p->t, ev);
+    g_assert_cmpuint(ev->type, ==, type);
+}
+
+static void expect_closed(Peer *p)
+{
+    struct timeval tv = { .tv_sec = 5 };
+    uint8_t b;
+
+    setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    g_assert_cmpint(read(p->fd, &b, 1), <=, 0);
+}
+
+/*
+ * Device: PD, CQ, QP, a 16 KiB buffer registered for remote write with
+ * @policy, listening.  Test: connects and does the MPA exchange.
+ */
+static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
+{
+    struct rnic_cmd_listen l = {
+        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+    };
+    struct rnic_cmd_connect a = { .ird = 1, .ord = 1 };
+    struct sockaddr_in in = { .sin_family = AF_INET };
+    uint8_t req[24] = "MPA ID Req Frame", rep[24];
+    struct rnic_event ev;
+    struct rnic_cmd cmd;
+    uint64_t pbl;
+    uint32_t stag;
+    struct rnic_cmd_reg_mr r;
+
+    memset(p, 0, sizeof(*p));
+    p->crc = crc;
+    p->msn[0] = p->msn[1] = p->msn[2] = 1;
+    rnic_test_start(&p->t, NULL);
+    rnic_test_enable(&p->t);
+    p->pdn = rnic_create_pd(&p->t);
+    p->cqn = rnic_create_cq(&p->t, CQ_LOG, 1, &p->cq_ring);
+    g_assert_cmphex(rnic_try_create_qp(&p->t, p->pdn, p->cqn, p->cqn, QP_LOG,
+                                       &p->qp), ==, RNIC_CMD_OK);
+    p->buf = guest_alloc(p->t.alloc, 16384);
+    qtest_memset(p->t.qts, p->buf, 0xee, 16384);
+    pbl = guest_alloc(p->t.alloc, 32);
+    for (int i = 0; i < 4; i++) {
+        qtest_writeq(p->t.qts, pbl + 8 * i, p->buf + 4096 * i);
+    }
+    r = (struct rnic_cmd_reg_mr) {
+        .pdn = cpu_to_le32(p->pdn),
+        .access = cpu_to_le32(RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE),
+        .iova = cpu_to_le64(IOVA),
+        .length = cpu_to_le64(16384),
+        .pbl_addr = cpu_to_le64(pbl),
+        .npages = cpu_to_le32(4),
+        .page_shift = 12,
+        .key = 0x33,
+        .policy = policy,
+    };
+    cmd = rnic_cmd_ok(&p->t, RNIC_CMD_REG_MR, &r, sizeof(r));
+    stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
+
+    cmd = rnic_cmd_ok(&p->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    in.sin_port = htons(le16_to_cpu(((struct rnic_cmd_listen *)
+                                     cmd.u.raw)->local.port));
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    p->fd = socket(AF_INET, SOCK_STREAM, 0);
+    g_assert_cmpint(connect(p->fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
+    /* MPA Request, rev 2, RFC 6581 IRD/ORD 1/1, C when asked. */
+    req[16] = 0x10 | (crc ? 0x40 : 0);
+    req[17] = 2;
+    stw_be_p(req + 18, 4);
+    stw_be_p(req + 20, 1);
+    stw_be_p(req + 22, 1);
+    write_full(p->fd, req, sizeof(req));
+    expect_event(p, RNIC_EV_CONN_REQUEST, &ev);
+    a.conn_id = ev.id;
+    a.qpn = cpu_to_le32(p->qp.qpn);
+    rnic_cmd_ok(&p->t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    read_full(p->fd, rep, sizeof(rep));
+    g_assert_cmpmem(rep, 16, "MPA ID Rep Frame", 16);
+    g_assert_cmphex(rep[16] & 0x40, ==, crc ? 0x40 : 0);
+    expect_event(p, RNIC_EV_CONN_ESTABLISHED, &ev);
+    return stag;
+}
+
+static void peer_stop(Peer *p)
+{
+    close(p->fd);
+    rnic_test_stop(&p->t);
+}
+
+static void assert_untouched(Peer *p, uint32_t off, uint32_t len)
+{
+    g_autofree uint8_t *b = g_malloc(len);
+
+    qtest_memread(p->t.qts, p->buf + off, b, len);
+    for (uint32_t i = 0; i < len; i++) {
+        g_assert_cmphex(b[i], ==, 0xee);
+    }
+}
+
+static void test_write_placed(void)
+{
+    static const char msg[] = "placed by the peer";
+    char got[sizeof(msg)];
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+
+    rdma_write(&p, stag, IOVA + 5000, msg, sizeof(msg));
+    rdma_write(&p, stag, IOVA + 9000, msg, sizeof(msg));
+    /* A Write is silent: read the memory once the device had its turn. */
+    for (int i = 0; i < 1000; i++) {
+        qtest_memread(p.t.qts, p.buf + 9000, got, sizeof(got));
+        if (!memcmp(got, msg, sizeof(msg))) {
+            break;
+        }
+        g_usleep(1000);
+    }
+    g_assert_cmpmem(got, sizeof(got), msg, sizeof(msg));
+    qtest_memread(p.t.qts, p.buf + 5000, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), msg, sizeof(msg));
+    assert_untouched(&p, 0, 5000);
+    peer_stop(&p);
+}
+
+static void test_invalid_stag(void)
+{
+    struct rnic_event ev;
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+
+    /* Right index, wrong key. */
+    rdma_write(&p, stag ^ 0xff, IOVA, "x", 1);
+    expect_terminate(&p, DDP_TAGGED, 0x00);
+    expect_event(&p, RNIC_EV_TERM_SENT, &ev);
+    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, DDP_TAGGED);
+    expect_closed(&p);
+    assert_untouched(&p, 0, 16384);
+    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), >=,
+                     RNIC_QPS_TERMINATE);
+    peer_stop(&p);
+}
+
+static void test_base_bounds(void)
+{
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+
+    /* Last 4 bytes in range, the fifth beyond: all refused. */
+    rdma_write(&p, stag, IOVA + 16384 - 4, "12345", 5);
+    expect_terminate(&p, DDP_TAGGED, 0x01);
+    expect_closed(&p);
+    assert_untouched(&p, 0, 16384);
+    peer_stop(&p);
+}
+
+static void test_to_wrap(void)
+{
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+
+    rdma_write(&p, stag, UINT64_MAX - 1, "1234", 4);
+    expect_terminate(&p, DDP_TAGGED, 0x03);
+    assert_untouched(&p, 0, 16384);
+    peer_stop(&p);
+}
+
+static void test_one_shot_twice(void)
+{
+    static const char first[] = "first";
+    char got[sizeof(first)];
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_ONE_SHOT, false);
+
+    rdma_write(&p, stag, IOVA + 100, first, sizeof(first));
+    /* The second message to the one-shot STag is refused, not placed. */
+    rdma_write(&p, stag, IOVA + 200, "second", 7);
+    expect_terminate(&p, DDP_TAGGED, 0x00);
+    qtest_memread(p.t.qts, p.buf + 100, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), first, sizeof(first));
+    assert_untouched(&p, 200, 7);
+    peer_stop(&p);
+}
+
+static void test_send_without_receive(void)
+{
+    uint8_t u[64];
+    size_t h;
+    Peer p;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    memcpy(u + h, "hi", 2);
+    send_fpdu(&p, u, h + 2);
+    expect_terminate(&p, DDP_UNTAGGED, 0x02);
+    peer_stop(&p);
+}
+
+static void test_bad_ddp_version(void)
+{
+    uint8_t u[64];
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    size_t h = tagged_hdr(u, true, 0x0, stag, IOVA);
+
+    u[0] = (u[0] & ~0x03) | 0x02;                   /* DV 2 */
+    send_fpdu(&p, u, h + 1);
+    expect_terminate(&p, DDP_TAGGED, 0x04);
+    assert_untouched(&p, 0, 16384);
+    peer_stop(&p);
+}
+
+/* The peer terminates: the device reports it and flushes the QP's work. */
+static void test_terminate_received(void)
+{
+    struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x77) };
+    struct rnic_cq_entry e;
+    struct rnic_event ev;
+    uint8_t u[64];
+    size_t h;
+    Peer p;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    rnic_post_recv(&p.t, &p.qp, &w);
+    h = untagged_hdr(&p, u, 0x7, 0, 2, 0);
+    u[h] = (0x0 << 4) | 0x2;    /* RDMAP, remote operation error */
+    u[h + 1] = 0xff;            /* unspecified */
+    u[h + 2] = 0;               /* no headers copied */
+    u[h + 3] = 0;
+    send_fpdu(&p, u, h + 4);
+    expect_event(&p, RNIC_EV_TERM_RECEIVED, &ev);
+    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, RDMAP_REMOTE_OP);
+    g_assert_cmphex(le32_to_cpu(ev.arg1), ==, 0xff);
+    for (int i = 0; i < 1000 &&
+         !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
+        g_usleep(1000);
+        rnic_settle(&p.t);
+    }
+    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x77);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
+    peer_stop(&p);
+}
+
+/* With CRC negotiated, a good FPDU is placed and a broken one ends it all. */
+static void test_crc(void)
+{
+    static const char msg[] = "crc ok";
+    char got[sizeof(msg)];
+    uint8_t u[64];
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, true);
+    size_t h;
+
+    rdma_write(&p, stag, IOVA, msg, sizeof(msg));
+    for (int i = 0; i < 1000; i++) {
+        qtest_memread(p.t.qts, p.buf, got, sizeof(got));
+        if (!memcmp(got, msg, sizeof(msg))) {
+            break;
+        }
+        g_usleep(1000);
+    }
+    g_assert_cmpmem(got, sizeof(got), msg, sizeof(msg));
+    /* Now one with a wrong CRC. */
+    p.crc = false;
+    h = tagged_hdr(u, true, 0x0, stag, IOVA + 64);
+    memcpy(u + h, "bad", 3);
+    send_fpdu(&p, u, h + 3);
+    expect_terminate(&p, LLP_MPA, 0x02);
+    assert_untouched(&p, 64, 3);
+    peer_stop(&p);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/rnic/peer/write-placed", test_write_placed);
+    qtest_add_func("/rnic/peer/invalid-stag", test_invalid_stag);
+    qtest_add_func("/rnic/peer/base-bounds", test_base_bounds);
+    qtest_add_func("/rnic/peer/to-wrap", test_to_wrap);
+    qtest_add_func("/rnic/peer/one-shot-twice", test_one_shot_twice);
+    qtest_add_func("/rnic/peer/send-without-receive",
+                   test_send_without_receive);
+    qtest_add_func("/rnic/peer/bad-ddp-version", test_bad_ddp_version);
+    qtest_add_func("/rnic/peer/terminate-received", test_terminate_received);
+    qtest_add_func("/rnic/peer/crc", test_crc);
+    return g_test_run();
+}
