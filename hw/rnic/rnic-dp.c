@@ -37,7 +37,7 @@ static void rnic_dp_term_sent(void *opaque, struct rnic_term_code code)
     RnicConn *c = opaque;
 
     trace_rnic_term_sent(c->qp->qpn, rnic_term_code_str(code));
-    c->s->stats.terms_sent++;
+    rnic_stats_term(c->s, true, code.layer, code.etype, code.ecode);
     rnic_eq_post(c->s, RNIC_EV_TERM_SENT, c->qp->qpn, rnic_term_arg0(code),
                  code.ecode);
     c->rx_stopped = true;
@@ -49,7 +49,7 @@ static void rnic_dp_term_received(void *opaque, struct rnic_term_code code)
     RnicConn *c = opaque;
 
     trace_rnic_term_received(c->qp->qpn, rnic_term_code_str(code));
-    c->s->stats.terms_received++;
+    rnic_stats_term(c->s, false, code.layer, code.etype, code.ecode);
     rnic_eq_post(c->s, RNIC_EV_TERM_RECEIVED, c->qp->qpn,
                  rnic_term_arg0(code), code.ecode);
     c->rx_stopped = true;
@@ -71,6 +71,9 @@ static void rnic_dp_stream_lost(void *opaque, struct rnic_term_code code)
                   "be parsed (%s); terminating\n", c->qp->qpn,
                   rnic_term_code_str(code));
     c->s->stats.streams_lost++;
+    if (code.layer == RNIC_TERM_LAYER_LLP && code.ecode == RNIC_MPA_ECODE_CRC) {
+        c->s->stats.crc_errors++;
+    }
     c->rx_stopped = true;
     c->close_pending = true;
 }

@@ -187,6 +187,7 @@ static void rnic_instance_init(Object *obj)
           "persistent (default) or one-shot" },
     };
 
+    rnic_stats_init(RNIC(obj));
     object_property_add_str(obj, "handoff-fd", NULL, rnic_set_handoff_fd);
     object_property_set_description(obj, "handoff-fd",
         "write-only: NAME[:initiator|:responder] of a connected TCP socket "
@@ -218,11 +219,17 @@ static void rnic_class_init(ObjectClass *klass, void *data)
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 
+static void rnic_instance_finalize(Object *obj)
+{
+    rnic_stats_fini(RNIC(obj));
+}
+
 static const TypeInfo rnic_info = {
     .name = TYPE_RNIC,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(RnicState),
     .instance_init = rnic_instance_init,
+    .instance_finalize = rnic_instance_finalize,
     .class_init = rnic_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },

@@ -25,9 +25,16 @@ typedef struct RnicConn RnicConn;
 typedef struct RnicStats {
     uint64_t tx_bytes, rx_bytes;
     uint64_t terms_sent, terms_received;
+    uint64_t crc_errors;
     uint64_t streams_lost;      /* CRC, marker or length errors */
     uint64_t cqe[16];           /* by enum rnic_cqe_status */
+    /* Terminates by code: key RNIC_STAT_TERM_KEY(), value a count */
+    GHashTable *terms;
 } RnicStats;
+
+#define RNIC_STAT_TERM_KEY(sent, layer, etype, ecode) \
+    GUINT_TO_POINTER((uint32_t)(sent) << 24 | (layer) << 16 | \
+                     (etype) << 8 | (ecode))
 
 /* A ring in guest memory described by base/log-size registers. */
 typedef struct RnicRing {
@@ -225,6 +232,12 @@ void rnic_dp_init(RnicState *s);
 bool rnic_dp_start(RnicConn *c);
 void rnic_dp_pump(RnicConn *c);
 void rnic_dp_stop(RnicConn *c);
+
+/* rnic-stats.c */
+void rnic_stats_init(RnicState *s);
+void rnic_stats_fini(RnicState *s);
+void rnic_stats_term(RnicState *s, bool sent, uint8_t layer, uint8_t etype,
+                     uint8_t ecode);
 
 /* rnic-eq.c */
 void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,

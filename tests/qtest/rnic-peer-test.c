@@ -12,6 +12,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qobject/qdict.h"
 #include "libqos/rnic.h"
 
 #define IOVA        0x10000000ull
@@ -160,6 +161,28 @@ static void expect_event(Peer *p, uint8_t type, struct rnic_event *ev)
     g_assert_cmpuint(ev->type, ==, type);
 }
 
+static uint64_t dev_stat(Peer *p, const char *name)
+{
+    QDict *r = qtest_qmp(p->t.qts, "{'execute': 'qom-get', 'arguments': {"
+                         "'path': '/machine/peripheral/dev', 'property': %s}}",
+                         name);
+    uint64_t v = qdict_get_int(r, "return");
+
+    qobject_unref(r);
+    return v;
+}
+
+static char *stat_str(Peer *p, const char *name)
+{
+    QDict *r = qtest_qmp(p->t.qts, "{'execute': 'qom-get', 'arguments': {"
+                         "'path': '/machine/peripheral/dev', 'property': %s}}",
+                         name);
+    char *v = g_strdup(qdict_get_str(r, "return"));
+
+    qobject_unref(r);
+    return v;
+}
+
 static void expect_closed(Peer *p)
 {
     struct timeval tv = { .tv_sec = 5 };
@@ -190,7 +213,7 @@ static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
     memset(p, 0, sizeof(*p));
     p->crc = crc;
     p->msn[0] = p->msn[1] = p->msn[2] = 1;
-    rnic_test_start(&p->t, NULL);
+    rnic_test_start(&p->t, ",id=dev");
     rnic_test_enable(&p->t);
     p->pdn = rnic_create_pd(&p->t);
     p->cqn = rnic_create_cq(&p->t, CQ_LOG, 1, &p->cq_ring);
@@ -295,6 +318,14 @@ static void test_invalid_stag(void)
     assert_untouched(&p, 0, 16384);
     g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), >=,
                      RNIC_QPS_TERMINATE);
+    g_assert_cmpuint(dev_stat(&p, "stat-terminates-sent"), ==, 1);
+    g_assert_cmpuint(dev_stat(&p, "stat-terminates-received"), ==, 0);
+    {
+        g_autofree char *terms = stat_str(&p, "stat-terminates");
+
+        g_assert_cmpstr(terms, ==, "sent 1/1/0x00=1");
+    }
+    g_assert_cmpuint(dev_stat(&p, "stat-rx-bytes"), >, 0);
     peer_stop(&p);
 }
 
@@ -396,6 +427,8 @@ static void test_terminate_received(void)
     g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x77);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
+    g_assert_cmpuint(dev_stat(&p, "stat-cqe-wr-flush-err"), ==, 1);
+    g_assert_cmpuint(dev_stat(&p, "stat-terminates-received"), ==, 1);
     peer_stop(&p);
 }
 
@@ -425,6 +458,7 @@ static void test_crc(void)
     send_fpdu(&p, u, h + 3);
     expect_terminate(&p, LLP_MPA, 0x02);
     assert_untouched(&p, 64, 3);
+    g_assert_cmpuint(dev_stat(&p, "stat-crc-errors"), ==, 1);
     peer_stop(&p);
 }
 

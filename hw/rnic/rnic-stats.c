@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Read-only statistics as QOM properties, for qom-get and tests:
+ * stat-tx-bytes, stat-rx-bytes, stat-terminates-sent/-received,
+ * stat-crc-errors, stat-streams-lost, stat-cqe-<status> and
+ * stat-terminates (by code).
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "rnic.h"
+
+static const char *const rnic_cqe_status_names[] = {
+    [RNIC_CQE_SUCCESS] = "success",
+    [RNIC_CQE_LOC_LEN_ERR] = "loc-len-err",
+    [RNIC_CQE_LOC_QP_OP_ERR] = "loc-qp-op-err",
+    [RNIC_CQE_LOC_PROT_ERR] = "loc-prot-err",
+    [RNIC_CQE_WR_FLUSH_ERR] = "wr-flush-err",
+    [RNIC_CQE_MW_BIND_ERR] = "mw-bind-err",
+    [RNIC_CQE_LOC_ACCESS_ERR] = "loc-access-err",
+    [RNIC_CQE_REM_INV_REQ_ERR] = "rem-inv-req-err",
+    [RNIC_CQE_REM_ACCESS_ERR] = "rem-access-err",
+    [RNIC_CQE_REM_OP_ERR] = "rem-op-err",
+    [RNIC_CQE_BAD_RESP_ERR] = "bad-resp-err",
+    [RNIC_CQE_FATAL_ERR] = "fatal-err",
+    [RNIC_CQE_GENERAL_ERR] = "general-err",
+};
+
+void rnic_stats_term(RnicState *s, bool sent, uint8_t layer, uint8_t etype,
+                     uint8_t ecode)
+{
+    gpointer key = RNIC_STAT_TERM_KEY(sent, layer, etype, ecode);
+    uintptr_t n = GPOINTER_TO_UINT(g_hash_table_lookup(s->stats.terms, key));
+
+    g_hash_table_insert(s->stats.terms, key, GUINT_TO_POINTER(n + 1));
+    (sent ? &s->stats.terms_sent : &s->stats.terms_received)[0]++;
+}
+
+static gint rnic_key_cmp(gconstpointer a, gconstpointer b)
+{
+    return GPOINTER_TO_UINT(a) < GPOINTER_TO_UINT(b) ? -1 :
+           GPOINTER_TO_UINT(a) > GPOINTER_TO_UINT(b);
+}
+
+/* "sent 1/1/0x00=2 received 0/2/0xff=1": layer/etype/ecode=count. */
+static char *rnic_get_terms(Object *obj, Error **errp)
+{
+    RnicState *s = RNIC(obj);
+    GList *keys = g_list_sort(g_hash_table_get_keys(s->stats.terms),
+                              rnic_key_cmp);
+    GString *out = g_string_new(NULL);
+
+    for (GList *k = keys; k; k = k->next) {
+        uint32_t v = GPOINTER_TO_UINT(k->data);
+
+        g_string_append_printf(out, "%s%s %u/%u/0x%02x=%u", out->len ? " " : "",
+                               v >> 24 ? "sent" : "received",
+                               (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff,
+                               GPOINTER_TO_UINT(g_hash_table_lookup(
+                                   s->stats.terms, k->data)));
+    }
+    g_list_free(keys);
+    return g_string_free(out, false);
+}
+
+static void rnic_stat_add(Object *obj, const char *name, uint64_t *v,
+                          const char *desc)
+{
+    object_property_add_uint64_ptr(obj, name, v, OBJ_PROP_FLAG_READ);
+    object_property_set_description(obj, name, desc);
+}
+
+void rnic_stats_init(RnicState *s)
+{
+    Object *obj = OBJECT(s);
+
+    s->stats.terms = g_hash_table_new(g_direct_hash, g_direct_equal);
+    rnic_stat_add(obj, "stat-tx-bytes", &s->stats.tx_bytes,
+                  "bytes written to QP connections");
+    rnic_stat_add(obj, "stat-rx-bytes", &s->stats.rx_bytes,
+                  "bytes read from QP connections");
+    rnic_stat_add(obj, "stat-terminates-sent", &s->stats.terms_sent,
+                  "Terminate messages sent");
+    rnic_stat_add(obj, "stat-terminates-received", &s->stats.terms_received,
+                  "Terminate messages received");
+    rnic_stat_add(obj, "stat-crc-errors", &s->stats.crc_errors,
+                  "FPDUs received with a bad CRC32c");
+    rnic_stat_add(obj, "stat-streams-lost", &s->stats.streams_lost,
+                  "received streams that could not be parsed");
+    for (int i = 0; i < ARRAY_SIZE(rnic_cqe_status_names); i++) {
+        g_autofree char *name = g_strdup_printf("stat-cqe-%s",
+                                                rnic_cqe_status_names[i]);
+
+        rnic_stat_add(obj, name, &s->stats.cqe[i],
+                      "completions written with this status");
+    }
+    object_property_add_str(obj, "stat-terminates", rnic_get_terms, NULL);
+    object_property_set_description(obj, "stat-terminates",
+        "Terminates by direction and layer/etype/ecode, with counts");
+}
+
+void rnic_stats_fini(RnicState *s)
+{
+    g_hash_table_destroy(s->stats.terms);
+}
