@@ -255,7 +255,9 @@ static void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
 {
     *p = (struct rnic_mpa_params) {
         .rev = s->mpa_rev,
-        .crc = RNIC_MPA_CRC_ACCEPT,
+        .crc = s->mpa_crc,
+        .markers_wanted = s->mpa_markers,
+        .markers_allowed = s->mpa_markers,
         .ird = MIN(ird, s->limits.max_ird),
         .ord = MIN(ord, s->limits.max_ord),
         .pd = pd,

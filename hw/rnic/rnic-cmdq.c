@@ -38,6 +38,10 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
         .page_size_cap = cpu_to_le32((1u << 12) | (1u << 21)),
         .msix_vectors = cpu_to_le32(RNIC_MSIX_VECTORS),
         .mpa_rev = cpu_to_le32(s->mpa_rev),
+        .flags = cpu_to_le32(
+            (s->mpa_crc == RNIC_MPA_CRC_REQUIRED ? RNIC_DEV_CRC_REQUIRED : 0) |
+            (s->mpa_markers ? RNIC_DEV_MARKERS : 0) |
+            (s->stag_one_shot ? RNIC_DEV_STAG_ONE_SHOT : 0)),
     };
 
     if (pci_dma_write(PCI_DEVICE(s), le64_to_cpu(in->attr_addr), &attr,

@@ -119,6 +119,7 @@ bool rnic_dp_start(RnicConn *c)
 
 void rnic_dp_stop(RnicConn *c)
 {
+    rnic_fault_fini(c);
     if (c->ep) {
         rnic_ep_free(c->ep);
         c->ep = NULL;
@@ -132,9 +133,17 @@ static bool rnic_dp_flush(RnicConn *c)
     int cnt;
     size_t n;
 
-    while ((n = rnic_ep_tx_peek(c->ep, iov, RNIC_DP_IOV_MAX, &cnt))) {
-        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = cnt };
-        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+    /* One iovec spare for fault injection's CRC. */
+    while ((n = rnic_ep_tx_peek(c->ep, iov, RNIC_DP_IOV_MAX - 1, &cnt))) {
+        struct msghdr msg = { .msg_iov = iov };
+        ssize_t w;
+
+        if (rnic_fault_delay(c)) {
+            return false;   /* the timer pumps again */
+        }
+        rnic_fault_tx_iov(c, iov, &cnt);
+        msg.msg_iovlen = cnt;
+        w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
 
         if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
             return true;
@@ -146,7 +155,12 @@ static bool rnic_dp_flush(RnicConn *c)
             return false;
         }
         c->s->stats.tx_bytes += w;
+        rnic_fault_tx_sent(c, w);
         rnic_ep_tx_advance(c->ep, w);
+        if (rnic_fault_drop(c, w)) {
+            c->drop_now = true;
+            return false;
+        }
         if ((size_t)w < n) {
             return true;
         }
@@ -164,6 +178,10 @@ void rnic_dp_pump(RnicConn *c)
     bool blocked = rnic_dp_flush(c);
 
     rnic_cqs_flush_to_guest(s);
+    if (c->drop_now) {
+        rnic_conn_abort(c);
+        return;
+    }
     if (c->close_pending && !blocked) {
         rnic_conn_closed(c, true);
         return;
@@ -187,6 +205,7 @@ static void rnic_dp_read(void *opaque)
     }
     s->stats.rx_bytes += n;
     rnic_ep_rx(c->ep, s->rx_buf, n);
+    c->drop_now |= rnic_fault_drop(c, n);
     rnic_dp_pump(c);
 }
 

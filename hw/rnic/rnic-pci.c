@@ -58,6 +58,16 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "rnic: mpa-rev must be 1 or 2");
         return;
     }
+    if (!s->mpa_crc_str || !strcmp(s->mpa_crc_str, "accept")) {
+        s->mpa_crc = RNIC_MPA_CRC_ACCEPT;
+    } else if (!strcmp(s->mpa_crc_str, "off")) {
+        s->mpa_crc = RNIC_MPA_CRC_OFF;
+    } else if (!strcmp(s->mpa_crc_str, "required")) {
+        s->mpa_crc = RNIC_MPA_CRC_REQUIRED;
+    } else {
+        error_setg(errp, "rnic: mpa-crc must be off, accept or required");
+        return;
+    }
     if (!rnic_verbs_init(s, errp)) {
         return;
     }
@@ -118,6 +128,11 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),
     DEFINE_PROP_UINT32("timewait-ms", RnicState, timewait_ms, 1000),
     DEFINE_PROP_STRING("stag-default", RnicState, stag_default),
+    DEFINE_PROP_UINT64("fault-drop-after", RnicState, fault_drop_after, 0),
+    DEFINE_PROP_UINT32("fault-corrupt-crc", RnicState, fault_corrupt_crc, 0),
+    DEFINE_PROP_UINT32("fault-delay-ms", RnicState, fault_delay_ms, 0),
+    DEFINE_PROP_STRING("mpa-crc", RnicState, mpa_crc_str),
+    DEFINE_PROP_BOOL("mpa-markers", RnicState, mpa_markers, false),
     DEFINE_PROP_STRING("listen-allow", RnicState, listen_allow_str),
     DEFINE_PROP_STRING("peer-allow", RnicState, peer_allow_str),
 };
@@ -179,6 +194,16 @@ static void rnic_instance_init(Object *obj)
         { "mpa-rev", "MPA revision to offer: 1 or 2 (RFC 6581)" },
         { "timewait-ms", "a destroyed QP's number is not reused for this "
           "long (virtual clock)" },
+        { "fault-drop-after", "fault injection: reset a QP's connection "
+          "after this many bytes (both ways); 0 = never" },
+        { "fault-corrupt-crc", "fault injection: send every Nth FPDU with "
+          "an inverted CRC32c (needs CRC negotiated); 0 = never" },
+        { "fault-delay-ms", "fault injection: hold each FPDU a QP sends "
+          "this long (real time); 0 = no delay" },
+        { "mpa-crc", "MPA CRC32c policy: off (refuse peers that ask), "
+          "accept (use it when the peer asks; default) or required" },
+        { "mpa-markers", "ask the peer for MPA markers and insert them "
+          "when asked (siw never uses them); default off" },
         { "listen-allow", "comma-separated address[/prefix] list the guest "
           "may LISTEN on (default 127.0.0.0/8,::1)" },
         { "peer-allow", "comma-separated address[/prefix] list the guest "

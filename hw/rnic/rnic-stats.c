@@ -79,6 +79,8 @@ void rnic_stats_init(RnicState *s)
                   "bytes written to QP connections");
     rnic_stat_add(obj, "stat-rx-bytes", &s->stats.rx_bytes,
                   "bytes read from QP connections");
+    rnic_stat_add(obj, "stat-tx-fpdus", &s->stats.tx_fpdus,
+                  "FPDUs sent");
     rnic_stat_add(obj, "stat-terminates-sent", &s->stats.terms_sent,
                   "Terminate messages sent");
     rnic_stat_add(obj, "stat-terminates-received", &s->stats.terms_received,

@@ -27,6 +27,7 @@ typedef struct RnicStats {
     uint64_t terms_sent, terms_received;
     uint64_t crc_errors;
     uint64_t streams_lost;      /* CRC, marker or length errors */
+    uint64_t tx_fpdus;
     uint64_t cqe[16];           /* by enum rnic_cqe_status */
     /* Terminates by code: key RNIC_STAT_TERM_KEY(), value a count */
     GHashTable *terms;
@@ -139,6 +140,14 @@ struct RnicConn {
     struct rnic_ep *ep;
     bool rx_stopped;        /* Terminate sent or stream lost */
     bool close_pending;     /* close once the transmit side is flushed */
+    /* transmit-side FPDU tracking, for statistics and fault injection */
+    size_t tx_fpdu_left;    /* octets of the FPDU in flight still unsent */
+    bool tx_corrupt;        /* its CRC goes out inverted */
+    uint8_t bad_crc[4];
+    uint64_t bytes;         /* both directions, for fault-drop-after */
+    QEMUTimer *delay_timer;
+    bool delay_done;        /* the delay before this burst has passed */
+    bool drop_now;          /* fault-drop-after reached */
 };
 
 struct RnicState {
@@ -179,7 +188,13 @@ struct RnicState {
     /* properties */
     RnicLimits limits;
     uint32_t mpa_rev;
+    char *mpa_crc_str;
+    enum rnic_mpa_crc_policy mpa_crc;
+    bool mpa_markers;
     uint32_t timewait_ms;
+    uint64_t fault_drop_after;      /* bytes per connection; 0: off */
+    uint32_t fault_corrupt_crc;     /* every Nth FPDU sent; 0: off */
+    uint32_t fault_delay_ms;        /* before each burst sent; 0: off */
     char *stag_default;
     bool stag_one_shot;     /* parsed stag-default */
 };
@@ -232,6 +247,13 @@ void rnic_dp_init(RnicState *s);
 bool rnic_dp_start(RnicConn *c);
 void rnic_dp_pump(RnicConn *c);
 void rnic_dp_stop(RnicConn *c);
+
+/* rnic-fault.c */
+void rnic_fault_tx_iov(RnicConn *c, struct iovec *iov, int *cnt);
+void rnic_fault_tx_sent(RnicConn *c, size_t sent);
+bool rnic_fault_drop(RnicConn *c, size_t bytes);
+bool rnic_fault_delay(RnicConn *c);
+void rnic_fault_fini(RnicConn *c);
 
 /* rnic-stats.c */
 void rnic_stats_init(RnicState *s);

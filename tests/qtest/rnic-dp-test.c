@@ -99,7 +99,8 @@ static void check_same(Side *a, uint32_t aoff, Side *b, uint32_t boff,
 }
 
 /* a listens, b connects; both QPs end in RTS. */
-static void connect_pair(Side *a, Side *b, const char *extra)
+static void connect_pair(Side *a, Side *b, const char *extra_a,
+                         const char *extra_b)
 {
     const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ |
                             RNIC_ACC_REMOTE_WRITE | RNIC_ACC_REMOTE_ATOMIC;
@@ -111,7 +112,7 @@ static void connect_pair(Side *a, Side *b, const char *extra)
     struct rnic_event ev;
     struct rnic_cmd cmd;
 
-    rnic_test_start_pair(&a->t, &b->t, extra);
+    rnic_test_start_pair(&a->t, &b->t, extra_a, extra_b);
     side_setup(a, access);
     side_setup(b, access);
     cmd = rnic_cmd_ok(&a->t, RNIC_CMD_LISTEN, &l, sizeof(l));
@@ -151,32 +152,105 @@ static void post_send(Side *x, struct rnic_sq_wqe *w)
     rnic_post_send(&x->t, &x->qp, w);
 }
 
-static void test_send(void)
+static void sends(Side *a, Side *b)
 {
     static const uint32_t sizes[] = { 0, 1, 1000, 4096, 40000 };
     struct rnic_cq_entry e;
-    Side a, b;
 
-    connect_pair(&a, &b, NULL);
     for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
         struct rnic_sq_wqe w = {
             .wr_id = cpu_to_le64(0x5000 + i),
             .opcode = RNIC_WQE_SEND,
             .num_sge = sizes[i] ? 1 : 0,
-            .sge[0] = sge(&a, 0, sizes[i]),
+            .sge[0] = sge(a, 0, sizes[i]),
         };
 
-        fill(&a, 0, MAX(sizes[i], 1), i);
-        post_recv(&b, 0x6000 + i, 8192, BUF_SIZE - 8192);
-        post_send(&a, &w);
-        side_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0x5000 + i, &e);
-        side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x6000 + i, &e);
+        fill(a, 0, MAX(sizes[i], 1), i);
+        post_recv(b, 0x6000 + i, 8192, BUF_SIZE - 8192);
+        post_send(a, &w);
+        side_expect_cqe(a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0x5000 + i, &e);
+        side_expect_cqe(b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x6000 + i, &e);
         g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, sizes[i]);
-        g_assert_cmpuint(le32_to_cpu(e.qpn), ==, b.qp.qpn);
+        g_assert_cmpuint(le32_to_cpu(e.qpn), ==, b->qp.qpn);
         if (sizes[i]) {
-            check_same(&a, 0, &b, 8192, sizes[i]);
+            check_same(a, 0, b, 8192, sizes[i]);
         }
     }
+}
+
+static void test_send(void)
+{
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    sends(&a, &b);
+    g_assert_cmpuint(rnic_qom_int(&a.t, "a", "stat-cqe-success"), ==, 5);
+    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-cqe-success"), ==, 5);
+    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-rx-bytes"), >, 45000);
+    g_assert_cmpuint(rnic_qom_int(&a.t, "a", "stat-tx-fpdus"), >=, 5);
+    stop_pair(&a, &b);
+}
+
+/* With CRC32c required by one side, both use it and data is intact. */
+static void test_send_crc(void)
+{
+    Side a, b;
+
+    connect_pair(&a, &b, ",mpa-crc=required", NULL);
+    sends(&a, &b);
+    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-crc-errors"), ==, 0);
+    stop_pair(&a, &b);
+}
+
+/* fault-corrupt-crc: the receiver sees a bad CRC and terminates. */
+static void test_fault_corrupt_crc(void)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(1),
+        .opcode = RNIC_WQE_SEND,
+        .num_sge = 1,
+    };
+    struct rnic_cq_entry e;
+    struct rnic_event ev;
+    Side a, b;
+
+    connect_pair(&a, &b, ",mpa-crc=required,fault-corrupt-crc=2", NULL);
+    w.sge[0] = sge(&a, 0, 100);
+    post_recv(&b, 11, 0, 1000);
+    post_recv(&b, 12, 0, 1000);
+    post_send(&a, &w);          /* FPDU 1: intact */
+    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 11, &e);
+    w.wr_id = cpu_to_le64(2);
+    post_send(&a, &w);          /* FPDU 2: CRC inverted */
+    side_expect_event(&b, RNIC_EV_TERM_SENT, &ev);
+    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, 0x200);  /* LLP, MPA */
+    g_assert_cmphex(le32_to_cpu(ev.arg1), ==, 0x02);   /* CRC error */
+    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-crc-errors"), ==, 1);
+    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_WR_FLUSH_ERR, 12, &e);
+    stop_pair(&a, &b);
+}
+
+/* fault-drop-after: the connection is reset; both sides are told. */
+static void test_fault_drop(void)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(1),
+        .opcode = RNIC_WQE_WRITE,
+        .num_sge = 1,
+    };
+    struct rnic_event ev;
+    Side a, b;
+
+    connect_pair(&a, &b, ",fault-drop-after=3000", NULL);
+    w.sge[0] = sge(&a, 0, 8000);
+    w.remote_stag = cpu_to_le32(b.stag);
+    w.remote_addr = cpu_to_le64(IOVA);
+    post_send(&a, &w);
+    side_expect_event(&a, RNIC_EV_CONN_CLOSED, &ev);
+    g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, 1);
+    side_expect_event(&b, RNIC_EV_CONN_CLOSED, &ev);
+    g_assert_cmpuint(rnic_query_qp_state(&a.t, a.qp.qpn), ==, RNIC_QPS_ERROR);
+    g_assert_cmpuint(rnic_query_qp_state(&b.t, b.qp.qpn), ==, RNIC_QPS_ERROR);
     stop_pair(&a, &b);
 }
 
@@ -186,7 +260,7 @@ static void test_write_read(void)
     struct rnic_sq_wqe w;
     Side a, b;
 
-    connect_pair(&a, &b, NULL);
+    connect_pair(&a, &b, NULL, NULL);
     /* RDMA Write of 40000 bytes into b's buffer at offset 4096. */
     fill(&a, 0, 40000, 3);
     w = (struct rnic_sq_wqe) {
@@ -224,7 +298,7 @@ static void test_atomics_and_immediate(void)
     uint64_t v;
     Side a, b;
 
-    connect_pair(&a, &b, NULL);
+    connect_pair(&a, &b, NULL, NULL);
     qtest_writeq(b.t.qts, b.buf + 256, 1000);
     w = (struct rnic_sq_wqe) {
         .wr_id = cpu_to_le64(0x8001),
@@ -286,7 +360,7 @@ static void test_send_with_invalidate(void)
     uint32_t tstag;
     Side a, b;
 
-    connect_pair(&a, &b, NULL);
+    connect_pair(&a, &b, NULL, NULL);
     /* The STag b advertised: a region of its own, not the receive buffer. */
     target = guest_alloc(b.t.alloc, 4096);
     g_assert_cmphex(rnic_reg_mr(&b.t, b.pdn, target, 4096,
@@ -344,6 +418,9 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/rnic/dp/send", test_send);
+    qtest_add_func("/rnic/dp/send-crc", test_send_crc);
+    qtest_add_func("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
+    qtest_add_func("/rnic/dp/fault-drop", test_fault_drop);
     qtest_add_func("/rnic/dp/write-read", test_write_read);
     qtest_add_func("/rnic/dp/atomics-immediate", test_atomics_and_immediate);
     qtest_add_func("/rnic/dp/send-with-invalidate", test_send_with_invalidate);

@@ -12,7 +12,6 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qobject/qdict.h"
 #include "libqos/rnic.h"
 
 #define IOVA        0x10000000ull
@@ -163,24 +162,7 @@ static void expect_event(Peer *p, uint8_t type, struct rnic_event *ev)
 
 static uint64_t dev_stat(Peer *p, const char *name)
 {
-    QDict *r = qtest_qmp(p->t.qts, "{'execute': 'qom-get', 'arguments': {"
-                         "'path': '/machine/peripheral/dev', 'property': %s}}",
-                         name);
-    uint64_t v = qdict_get_int(r, "return");
-
-    qobject_unref(r);
-    return v;
-}
-
-static char *stat_str(Peer *p, const char *name)
-{
-    QDict *r = qtest_qmp(p->t.qts, "{'execute': 'qom-get', 'arguments': {"
-                         "'path': '/machine/peripheral/dev', 'property': %s}}",
-                         name);
-    char *v = g_strdup(qdict_get_str(r, "return"));
-
-    qobject_unref(r);
-    return v;
+    return rnic_qom_int(&p->t, "dev", name);
 }
 
 static void expect_closed(Peer *p)
@@ -321,7 +303,8 @@ static void test_invalid_stag(void)
     g_assert_cmpuint(dev_stat(&p, "stat-terminates-sent"), ==, 1);
     g_assert_cmpuint(dev_stat(&p, "stat-terminates-received"), ==, 0);
     {
-        g_autofree char *terms = stat_str(&p, "stat-terminates");
+        g_autofree char *terms = rnic_qom_str(&p.t, "dev",
+                                              "stat-terminates");
 
         g_assert_cmpstr(terms, ==, "sent 1/1/0x00=1");
     }

@@ -4,6 +4,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qobject/qdict.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "rnic.h"
 
@@ -95,14 +96,15 @@ void rnic_test_start(RnicTest *t, const char *extra)
     rnic_test_open(t, 0);
 }
 
-void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra)
+void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
+                          const char *extra_b)
 {
     memset(a, 0, sizeof(*a));
     memset(b, 0, sizeof(*b));
     a->owner = true;
     a->qts = qtest_initf("-M q35 -nodefaults -device rnic,id=a%s "
-                         "-device rnic,id=b%s", extra ? extra : "",
-                         extra ? extra : "");
+                         "-device rnic,id=b%s", extra_a ? extra_a : "",
+                         extra_b ? extra_b : "");
     a->alloc = g_new0(QGuestAllocator, 1);
     pc_alloc_init(a->alloc, a->qts, ALLOC_NO_FLAGS);
     a->bus = qpci_new_pc(a->qts, a->alloc);
@@ -348,4 +350,32 @@ void rnic_wait_event(RnicTest *t, struct rnic_event *ev)
         g_usleep(1000);
         rnic_settle(t);
     }
+}
+
+static QDict *rnic_qom_get(RnicTest *t, const char *id, const char *prop)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/%s", id);
+    QDict *r = qtest_qmp(t->qts, "{'execute': 'qom-get', 'arguments': {"
+                         "'path': %s, 'property': %s}}", path, prop);
+
+    g_assert_true(qdict_haskey(r, "return"));
+    return r;
+}
+
+uint64_t rnic_qom_int(RnicTest *t, const char *id, const char *prop)
+{
+    QDict *r = rnic_qom_get(t, id, prop);
+    uint64_t v = qdict_get_int(r, "return");
+
+    qobject_unref(r);
+    return v;
+}
+
+char *rnic_qom_str(RnicTest *t, const char *id, const char *prop)
+{
+    QDict *r = rnic_qom_get(t, id, prop);
+    char *v = g_strdup(qdict_get_str(r, "return"));
+
+    qobject_unref(r);
+    return v;
 }

@@ -40,7 +40,11 @@ void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val);
 /* Bring-up: QEMU with "-device rnic<extra>", then rings and MSI-X. */
 void rnic_test_start(RnicTest *t, const char *extra);
 /* Two rnic devices in one VM (ids a and b); stop b before a. */
-void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra);
+void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
+                          const char *extra_b);
+/* qom-get of an integer or string property of device @id. */
+uint64_t rnic_qom_int(RnicTest *t, const char *id, const char *prop);
+char *rnic_qom_str(RnicTest *t, const char *id, const char *prop);
 void rnic_test_enable(RnicTest *t);
 void rnic_test_stop(RnicTest *t);
 
