@@ -40,7 +40,6 @@ struct rnic_tx_msg {
     unsigned access;            /* needed on the payload STags */
     uint32_t len;               /* payload octets */
     uint32_t off;               /* of those, framed so far */
-    bool started;               /* first segment framed */
 };
 
 /* The FPDU being written to the socket. */
@@ -101,7 +100,7 @@ struct rnic_ep {
     uint8_t *rx_buf;
     bool rx_stopped;
     uint32_t rx_mo[RNIC_QP_QN_COUNT];   /* expected MO of the message */
-    bool rx_more[RNIC_QP_QN_COUNT];     /* a message is in progress */
+    bool rx_send_more;          /* a Send is in progress on QN 0 */
     uint32_t rresp_got;         /* octets of the current Read Response */
     uint32_t atomic_rx_id;      /* req_id the next Atomic Response has */
     struct rnic_ep_resp *resp;  /* max_ird entries, IRQ slot order */

@@ -42,7 +42,7 @@ static void rx_recv_complete(struct rnic_ep *ep, struct rnic_cqe *cqe)
 
     rnic_stag_recv_consumed(ep->stags, wr->wr_id, NULL, 0);
     rnic_qp_recv_complete(ep->qp, cqe);
-    ep->rx_more[RNIC_DDP_QN_SEND] = false;
+    ep->rx_send_more = false;
     ep->rx_mo[RNIC_DDP_QN_SEND] = 0;
     ep->qp->rx_msn[RNIC_DDP_QN_SEND]++;
 }
@@ -131,7 +131,7 @@ static int rx_send_invalidate(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
         return rx_recv_fail(ep, seg, RNIC_WC_LOC_ACCESS_ERR,
                             rnic_term_stag_error(st, false));
     }
-
+    cqe->flags |= RNIC_WC_WITH_INV;
     st = rx_recv_resolve(ep, wr, seg->h.mo, seg->plen, ref, n);
     if (st != RNIC_STAG_OK) {
         return rx_recv_fail(ep, seg, rnic_term_local_status(st),
@@ -148,7 +148,7 @@ int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     enum rnic_stag_status st;
     size_t n;
 
-    wr = ep->rx_more[RNIC_DDP_QN_SEND] ? rnic_qp_recv_current(ep->qp)
+    wr = ep->rx_send_more ? rnic_qp_recv_current(ep->qp)
                                        : rnic_qp_recv_begin(ep->qp);
     if (!wr) {
         return rx_no_buffer(ep, seg);
@@ -173,7 +173,7 @@ int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
                                 rx_catastrophic());
         }
     }
-    ep->rx_more[RNIC_DDP_QN_SEND] = !seg->h.last;
+    ep->rx_send_more = !seg->h.last;
     ep->rx_mo[RNIC_DDP_QN_SEND] += seg->plen;
     if (seg->h.last) {
         cqe.byte_len = seg->h.mo + seg->plen;
@@ -191,7 +191,7 @@ int rnic_rx_imm(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
         .flags = RNIC_WC_WITH_IMM,
     };
 
-    if (ep->rx_more[RNIC_DDP_QN_SEND]) {
+    if (ep->rx_send_more) {
         return rx_unexpected(ep, seg);
     }
     if (!rx_single(seg, RNIC_RDMAP_IMM_DATA_LEN)) {

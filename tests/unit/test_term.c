@@ -95,6 +95,7 @@ struct seg {
     uint32_t plen;                  /* payload octets */
     enum body body;
     uint32_t size, aop;
+    uint64_t add, add_mask;         /* B_ATOMIC operands */
 };
 
 static uint64_t seg_to(const struct seg *s)
@@ -122,6 +123,8 @@ static size_t seg_body(uint8_t *p, const struct seg *s)
         rnic_st_be32(&ar->opcode, s->aop);
         rnic_st_be32(&ar->stag, stags[s->sel]);
         rnic_st_be64(&ar->to, seg_to(s));
+        rnic_st_be64(&ar->add_swap, s->add);
+        rnic_st_be64(&ar->add_swap_mask, s->add_mask);
         return sizeof(*ar);
     }
     memset(p, 0xab, s->plen);
@@ -567,6 +570,32 @@ START_TEST(test_read_source_gone)
 }
 END_TEST
 
+/* A crafted fetch-and-add with an add mask: carries stop at set bits. */
+START_TEST(test_atomic_masked_add)
+{
+    struct seg s = { .opcode = RNIC_RDMAP_ATOMIC_REQ, .qn = 3, .msn = 1,
+                     .body = B_ATOMIC, .sel = S_WRITE, .to = 8,
+                     .add = 0x0000000100000001ull,
+                     .add_mask = 0x0000000080000000ull };
+    uint8_t *target = epf_ptr(&D, REGION_OFF + 8);
+    const uint8_t *resp;
+    struct rnic_ddp_hdr h;
+
+    memset(target, 0xff, 8);        /* two lanes of all ones */
+    feed(&s);
+    epf_capture(&D, &cap);
+    ck_assert_int_eq(cap.count, 1);
+    resp = cap.ulpdu[0] + rnic_ddp_hdr_decode(&h, cap.ulpdu[0], cap.len[0]);
+    ck_assert_uint_eq(h.opcode, RNIC_RDMAP_ATOMIC_RESP);
+    ck_assert_uint_eq(h.qn, RNIC_DDP_QN_ATOMIC);
+    ck_assert_uint_eq(rnic_ld_be64(resp + 4), UINT64_MAX);
+    /* low lane wraps to 0 without carrying into the high lane */
+    for (int i = 0; i < 8; i++) {
+        ck_assert_uint_eq(target[i], 0);
+    }
+}
+END_TEST
+
 /* ---- Terminates received ---- */
 
 static size_t term_frame(uint8_t *buf, struct rnic_term_code code,
@@ -671,6 +700,7 @@ Suite *term_suite(void)
     tcase_add_loop_test(tc, test_wrong_rtr, 0, 3);
     tcase_add_test(tc, test_local_catastrophic);
     tcase_add_test(tc, test_read_source_gone);
+    tcase_add_test(tc, test_atomic_masked_add);
     tcase_add_test(tc, test_term_received);
     tcase_add_test(tc, test_term_parse);
     suite_add_tcase(s, tc);
