@@ -33,7 +33,8 @@ FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
 QTESTS     := rnic-test rnic-cm-test rnic-dp-test rnic-peer-test \
               device-introspect-test
 
-.PHONY: all core qemu check check-unit check-qtest run clean distclean
+.PHONY: all core qemu check check-unit check-unit-san check-qtest run clean \
+        distclean need-configure
 
 all: core qemu
 
@@ -68,7 +69,11 @@ qemu: need-configure
 	done
 
 check:
-	@bash scripts/check-all.sh check-unit check-qtest
+	@bash scripts/check-all.sh check-unit check-unit-san check-qtest
+
+# The unit tests again under AddressSanitizer and UBSan.
+check-unit-san:
+	@$(MAKE) --no-print-directory check-unit SANITIZE=1
 
 check-unit: $(UNIT_BIN)
 	cd $(BUILD) && CK_FORK=yes $(abspath $(UNIT_BIN))

@@ -50,7 +50,7 @@ run_part() {    # run_part TARGET COUNTER
 
 for part in "$@"; do
     case $part in
-    check-unit) run_part check-unit count_check ;;
+    check-unit*) run_part "$part" count_check ;;
     *) run_part "$part" count_meson ;;
     esac
 done
