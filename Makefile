@@ -69,7 +69,7 @@ qemu: need-configure
 	done
 
 check:
-	@bash scripts/check-all.sh check-unit check-unit-san check-qtest
+	@bash scripts/check-all.sh check-unit check-unit-san check-qtest check-e2e
 
 # The unit tests again under AddressSanitizer and UBSan.
 check-unit-san:
@@ -91,9 +91,15 @@ run: qemu
 	    -nodefaults -display none -device rnic -monitor stdio 2>&1 | \
 	    grep -v -e '^(qemu)' -e '^QEMU .* monitor'
 
+include mk/e2e.mk
+
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/obj-san
 	-test -f $(BUILD)/qemu/build.ninja && ninja -C $(QEMU_BUILD) clean
 
-distclean:
+distinclude mk/e2e.mk
+
+clean:
 	rm -rf $(BUILD)
+
+include tests/fuzz/fuzz.mk

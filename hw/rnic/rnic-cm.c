@@ -282,6 +282,7 @@ static void rnic_conn_adopt(RnicConn *c)
     }
     trace_rnic_conn_rts(c->id, qpn, r->rev, r->crc, r->ird, r->ord);
     rnic_eq_post(c->s, RNIC_EV_CONN_ESTABLISHED, qpn, c->id, 0);
+    rnic_dp_pump(c);    /* last: it may close the connection */
 }
 
 /* The LLP connection is gone, or we close it: the QP learns, then the

@@ -85,7 +85,10 @@ static const struct rnic_ep_ops rnic_dp_ops = {
     .stream_lost = rnic_dp_stream_lost,
 };
 
-/* The QP adopts the MPA connection: from now on the stream is its own. */
+/*
+ * The QP adopts the MPA connection: from now on the stream is its own.
+ * The caller pumps once it is done with @c (a pump may close it).
+ */
 bool rnic_dp_start(RnicConn *c)
 {
     RnicState *s = c->s;
@@ -113,7 +116,6 @@ bool rnic_dp_start(RnicConn *c)
         rnic_ep_rx(c->ep, c->early, c->early_len);
         c->early_len = 0;
     }
-    rnic_dp_pump(c);
     return true;
 }
 

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# End-to-end tests: real Linux guests (Debian's kernel, under TCG) booted
+# with -device rnic or as siw peers.  Included from the top-level Makefile.
+# Everything they download or build is cached under build/e2e/; see
+# tests/e2e/lib/ for how.
+
+E2E_DIR := tests/e2e
+
+.PHONY: e2e-prep e2e check-e2e guest-driver
+
+# The scenarios `make check` runs: those that fit CI's time and do not
+# depend on a reference peer's timing.
+E2E_CHECK := driver-probe.sh
+
+# Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.
+e2e-prep:
+	bash $(E2E_DIR)/prep.sh
+
+# Every scenario; fails if one does; ends with "e2e: N passed, N failed".
+e2e: qemu e2e-prep
+	bash $(E2E_DIR)/run-all.sh
+
+check-e2e: qemu e2e-prep
+	bash $(E2E_DIR)/run-all.sh $(E2E_CHECK)
+
+# rnic.ko against the headers of the kernel the guests run.
+guest-driver:
+	$(MAKE) -C guest-driver/linux KDIR=$$(bash $(E2E_DIR)/prep.sh --kdir)

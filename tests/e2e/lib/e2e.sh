@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The one file a scenario sources: every host-side helper, and e2e_prep,
+# which makes (or finds in the cache) everything the guests need.
+
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+. "$E2E_LIB/kernel.sh"
+. "$E2E_LIB/siw.sh"
+. "$E2E_LIB/userland.sh"
+. "$E2E_LIB/initramfs.sh"
+. "$E2E_LIB/guest.sh"
+
+# The guest driver, built in its own folder against the guest's headers
+# (kbuild's usual out-of-tree way; its outputs are git-ignored).  Kbuild
+# takes seconds to find nothing to do, so look first.
+e2e_rnic_build() {
+    local src=$E2E_TOP/guest-driver/linux
+    E2E_RNIC_KO=$src/rnic.ko
+    if [ -f "$E2E_RNIC_KO" ] && [ -z "$(find "$src" "$E2E_TOP/include/rnic" \
+            "$E2E_KDIR/" -maxdepth 1 -newer "$E2E_RNIC_KO" \
+            \( -name '*.[ch]' -o -name Kbuild -o -name Makefile \
+               -o -name .config \) -print -quit)" ]; then
+        return 0
+    fi
+    make -s -C "$src" KDIR="$E2E_KDIR" >&2
+}
+
+e2e_prep() {
+    e2e_apt_need busybox-static cpio kmod
+    e2e_kernel_prep
+    e2e_siw_build
+    e2e_userland_prep
+    e2e_rnic_build
+}
+
+# Scenario bookkeeping: one line with the verdict and the wall time.
+E2E_T0=$(date +%s)
+e2e_result() {
+    local name=$1 rc=$2
+    if [ "$rc" -eq 0 ]; then
+        echo "E2E-RESULT PASS $name ($(( $(date +%s) - E2E_T0 )) s)"
+    else
+        echo "E2E-RESULT FAIL $name ($(( $(date +%s) - E2E_T0 )) s)"
+    fi
+    return "$rc"
+}

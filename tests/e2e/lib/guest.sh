@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Boots guests under TCG and judges them by their console markers (sourced).
+#
+#   e2e_guest_start NAME INITRD "KERNEL ARGS" [QEMU ARGS...]   (background)
+#   e2e_guest_wait NAME      waits, then 0 if the guest passed
+#   e2e_guest_run  ...       both at once
+#
+# The console goes to $E2E_LOGS/NAME.log.  A guest passes when it printed
+# E2E-DONE with at least one E2E-PASS and no E2E-FAIL; a guest that hangs
+# is killed after E2E_TIMEOUT seconds (KVM does not run guests on these
+# hosts, so every boot is TCG: ~10 s to /init).
+
+E2E_TIMEOUT=${E2E_TIMEOUT:-240}
+E2E_LOGS=${E2E_LOGS:-$E2E_OUT/logs}
+declare -A E2E_GUEST_PID=()
+
+e2e_guest_start() {
+    local name=$1 initrd=$2 append=$3; shift 3
+    local log=$E2E_LOGS/$name.log
+    mkdir -p "$E2E_LOGS"
+    [ -x "$E2E_QEMU" ] || e2e_die "no $E2E_QEMU; run 'make qemu' first"
+    # -nodefaults: without it SeaBIOS spends ~30 s under TCG probing the
+    # default CD-ROM before it boots the kernel.
+    timeout -k 10 "$E2E_TIMEOUT" "$E2E_QEMU" \
+        -M q35 -accel tcg -cpu max -m 512 -nodefaults -nographic \
+        -serial stdio -no-reboot \
+        -kernel "$E2E_VMLINUZ" -initrd "$initrd" \
+        -append "console=ttyS0 quiet panic=-1 $append" \
+        "$@" </dev/null >"$log" 2>&1 &
+    E2E_GUEST_PID[$name]=$!
+}
+
+# The guest's verdict from its log; prints the markers for the reader.
+e2e_guest_verdict() {
+    local name=$1 rc=$2 log=$E2E_LOGS/$1.log markers
+    markers=$(tr -d '\r' <"$log" | grep -E '^E2E-(PASS|FAIL|DONE)' || true)
+    [ -z "$markers" ] || sed "s/^/  $name: /" <<<"$markers" >&2
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        e2e_log "$name: timed out after ${E2E_TIMEOUT}s (log: $log)"
+        return 1
+    fi
+    if ! grep -q '^E2E-DONE' <<<"$markers"; then
+        e2e_log "$name: no E2E-DONE, QEMU exit status $rc (log: $log)"
+        return 1
+    fi
+    if grep -q '^E2E-FAIL' <<<"$markers" || ! grep -q '^E2E-PASS' <<<"$markers"; then
+        e2e_log "$name: failed (log: $log)"
+        return 1
+    fi
+}
+
+e2e_guest_wait() {
+    local rc=0
+    wait "${E2E_GUEST_PID[$1]}" || rc=$?
+    e2e_guest_verdict "$1" "$rc"
+}
+
+e2e_guest_run() {
+    e2e_guest_start "$@"
+    e2e_guest_wait "$1"
+}
+
+# Guests still running when the scenario ends (it failed half-way) are
+# stopped rather than left to their timeout.
+e2e_guest_cleanup() {
+    local pid
+    for pid in ${E2E_GUEST_PID[@]+"${E2E_GUEST_PID[@]}"}; do
+        kill "$pid" 2>/dev/null || true
+    done
+}
+trap e2e_guest_cleanup EXIT
+
+# A loopback TCP port nobody listens on right now, for -netdev socket.
+e2e_free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until a QEMU -netdev socket,listen= is up: probing it by connecting
+# would take the one peer slot it has, so look at the socket table instead.
+e2e_wait_listen() {
+    local port=$1 _
+    for _ in $(seq 50); do
+        ss -Hltn "sport = :$port" | grep -q . && return 0
+        sleep 0.2
+    done
+    e2e_die "nothing listens on 127.0.0.1:$port"
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# make e2e: every scenario (tests/e2e/*.sh but the helpers), one after the
+# other because each one boots TCG guests that want both cores.  Runs them
+# all even when one fails, then prints one summary line.
+set -uo pipefail
+cd "$(dirname "$0")" || exit 1
+
+# Scenarios named on the command line, or all of them.
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(*.sh)
+
+passed=0
+failed=0
+for t in "${scenarios[@]}"; do
+    case $t in prep.sh | run-all.sh) continue ;; esac
+    echo "e2e: running $t"
+    if ./"$t"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
+done
+echo "e2e: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Reference scenario: two guests running Linux's own software iWARP (siw)
+# over virtio-net, linked by a loopback TCP socket, and rdma-core's rping
+# between them.  It proves the kernel, siw.ko, rdma-core and initramfs
+# pipeline that the rnic-versus-siw scenarios build on.
+. "$(dirname "$0")/lib/e2e.sh"
+
+e2e_prep
+
+initrd=$E2E_OUT/siw-siw.cpio.gz
+e2e_initramfs "$initrd" -m virtio_pci -m virtio_net -m rdma_ucm \
+    -k "$E2E_SIW_KO" -f /usr/bin/rping -f /usr/bin/rdma \
+    -f /etc/libibverbs.d/siw.driver \
+    -f /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so <<'GUEST'
+role=$(e2e_arg role)
+me=$(e2e_arg ip)
+peer=$(e2e_arg peer)
+
+modprobe virtio_pci && modprobe virtio_net && modprobe siw &&
+    modprobe rdma_ucm || { e2e_fail modules "modprobe failed"; exit; }
+ip addr add "$me/24" dev eth0 && ip link set eth0 up
+e2e_check siw-link rdma link add siw0 type siw netdev eth0 || exit
+rdma link show
+
+if [ "$role" = server ]; then
+    # One connection, then rping -s returns.
+    e2e_check rping-server timeout 120 rping -s -a "$me" -C 10 -v
+else
+    # The server guest boots alongside: retry until its rping listens.
+    i=0
+    until timeout 20 rping -c -a "$peer" -C 10 -v >/tmp/rping.out 2>&1; do
+        echo "rping -c attempt $i: status $?"; cat /tmp/rping.out
+        i=$((i + 1))
+        [ $i -lt 30 ] || { e2e_fail rping-client "no server after $i tries"; exit; }
+        sleep 1
+    done
+    cat /tmp/rping.out
+    n=$(grep -c 'ping data: rdma-ping-' /tmp/rping.out)
+    if [ "$n" -eq 10 ]; then
+        e2e_pass "rping-client 10 pings"
+    else
+        e2e_fail rping-client "$n of 10 pings verified"
+    fi
+fi
+GUEST
+
+port=$(e2e_free_port)
+# romfile= : no iPXE option ROM to load, a second less per boot.
+nic=virtio-net-pci,netdev=n0,romfile=
+e2e_guest_start siw-server "$initrd" \
+    "e2e.role=server e2e.ip=10.0.0.1 e2e.peer=10.0.0.2" \
+    -netdev "socket,id=n0,listen=127.0.0.1:$port" -device "$nic,mac=52:54:00:e2:e0:01"
+e2e_wait_listen "$port"
+e2e_guest_start siw-client "$initrd" \
+    "e2e.role=client e2e.ip=10.0.0.2 e2e.peer=10.0.0.1" \
+    -netdev "socket,id=n0,connect=127.0.0.1:$port" -device "$nic,mac=52:54:00:e2:e0:02"
+
+rc=0
+e2e_guest_wait siw-client || rc=1
+e2e_guest_wait siw-server || rc=1
+e2e_result siw-siw "$rc"
