@@ -97,9 +97,8 @@ clean:
 	rm -rf $(BUILD)/obj $(BUILD)/obj-san
 	-test -f $(BUILD)/qemu/build.ninja && ninja -C $(QEMU_BUILD) clean
 
-distinclude mk/e2e.mk
-
-clean:
+distclean:
 	rm -rf $(BUILD)
 
-include tests/fuzz/fuzz.mk
+-include tests/fuzz/fuzz.mk
+-include tests/bench/bench.mk

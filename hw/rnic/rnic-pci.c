@@ -50,13 +50,11 @@ static void rnic_reset_hold(Object *obj, ResetType type)
     rnic_soft_reset(RNIC(obj));
 }
 
-static void rnic_realize(PCIDevice *pdev, Error **errp)
+static bool rnic_parse_properties(RnicState *s, Error **errp)
 {
-    RnicState *s = RNIC(pdev);
-
     if (s->mpa_rev != 1 && s->mpa_rev != 2) {
         error_setg(errp, "rnic: mpa-rev must be 1 or 2");
-        return;
+        return false;
     }
     if (!s->mpa_crc_str || !strcmp(s->mpa_crc_str, "accept")) {
         s->mpa_crc = RNIC_MPA_CRC_ACCEPT;
@@ -66,15 +64,29 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         s->mpa_crc = RNIC_MPA_CRC_REQUIRED;
     } else {
         error_setg(errp, "rnic: mpa-crc must be off, accept or required");
-        return;
+        return false;
     }
-    if (!rnic_verbs_init(s, errp)) {
+    return true;
+}
+
+/* Frees what rnic_realize() set up, in reverse order. */
+static void rnic_teardown(RnicState *s)
+{
+    rnic_cm_fini(s);
+    rnic_verbs_fini(s);
+    g_free(s->rx_buf);
+    s->rx_buf = NULL;
+}
+
+static void rnic_realize(PCIDevice *pdev, Error **errp)
+{
+    RnicState *s = RNIC(pdev);
+
+    if (!rnic_parse_properties(s, errp) || !rnic_verbs_init(s, errp)) {
         return;
     }
     if (!rnic_cm_init(s, errp)) {
-        rnic_cm_fini(s);
-    rnic_verbs_fini(s);
-    g_free(s->rx_buf);
+        rnic_verbs_fini(s);
         return;
     }
     rnic_dma_init(s);
@@ -85,6 +97,7 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
                      &s->regs);
     if (msix_init_exclusive_bar(pdev, RNIC_MSIX_VECTORS, RNIC_BAR_MSIX,
                                 errp)) {
+        rnic_teardown(s);
         return;
     }
     for (unsigned v = 0; v < RNIC_MSIX_VECTORS; v++) {
@@ -92,7 +105,9 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     }
     if (pcie_endpoint_cap_init(pdev, RNIC_PCIE_CAP_OFFSET) < 0) {
         error_setg(errp, "rnic: cannot add the PCI Express capability");
+        msix_unuse_all_vectors(pdev);
         msix_uninit_exclusive_bar(pdev);
+        rnic_teardown(s);
         return;
     }
     s->cmdq_bh = qemu_bh_new_guarded(rnic_cmdq_run, s,
@@ -102,13 +117,15 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     trace_rnic_realize(rnic_core_version());
 }
 
+/* Hot-unplug and device_del: connections are reset, objects freed. */
 static void rnic_exit(PCIDevice *pdev)
 {
     RnicState *s = RNIC(pdev);
 
+    trace_rnic_unrealize();
     qemu_bh_delete(s->cmdq_bh);
     qemu_bh_delete(s->wq_bh);
-    rnic_verbs_fini(s);
+    rnic_teardown(s);
     pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);

@@ -414,6 +414,60 @@ static void test_send_with_invalidate(void)
     stop_pair(&a, &b);
 }
 
+/*
+ * A system reset while Writes and Sends are in flight: both devices come
+ * back in their reset state, and work again from scratch.
+ */
+static void test_reset_in_flight(void)
+{
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    for (int i = 0; i < 8; i++) {
+        struct rnic_sq_wqe w = {
+            .wr_id = cpu_to_le64(i),
+            .opcode = RNIC_WQE_WRITE,
+            .num_sge = 1,
+            .sge[0] = sge(&a, 0, 40000),
+            .remote_stag = cpu_to_le32(b.stag),
+            .remote_addr = cpu_to_le64(IOVA),
+        };
+
+        post_send(&a, &w);
+    }
+    qtest_system_reset(a.t.qts);
+    rnic_test_after_reset(&a.t);
+    rnic_test_after_reset(&b.t);
+    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(rnic_rd(&b.t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
+    /* Everything was destroyed: set up again, connect again, send. */
+    {
+        Side a2 = { .t = a.t }, b2 = { .t = b.t };
+        const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE;
+        struct rnic_cmd_listen l = {
+            .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+        };
+        struct rnic_cmd_connect k = { 0 };
+        struct rnic_event ev;
+        struct rnic_cmd cmd;
+
+        side_setup(&a2, access);
+        side_setup(&b2, access);
+        cmd = rnic_cmd_ok(&a2.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+        k.peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local;
+        k.qpn = cpu_to_le32(b2.qp.qpn);
+        rnic_cmd_ok(&b2.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+        side_expect_event(&a2, RNIC_EV_CONN_REQUEST, &ev);
+        k.conn_id = ev.id;
+        k.qpn = cpu_to_le32(a2.qp.qpn);
+        rnic_cmd_ok(&a2.t, RNIC_CMD_ACCEPT, &k, sizeof(k));
+        side_expect_event(&b2, RNIC_EV_CONN_ESTABLISHED, &ev);
+        sends(&a2, &b2);
+        stop_pair(&a2, &b2);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -421,6 +475,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/dp/send-crc", test_send_crc);
     qtest_add_func("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
     qtest_add_func("/rnic/dp/fault-drop", test_fault_drop);
+    qtest_add_func("/rnic/dp/reset-in-flight", test_reset_in_flight);
     qtest_add_func("/rnic/dp/write-read", test_write_read);
     qtest_add_func("/rnic/dp/atomics-immediate", test_atomics_and_immediate);
     qtest_add_func("/rnic/dp/send-with-invalidate", test_send_with_invalidate);

@@ -422,6 +422,62 @@ static void test_bad_wqe(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * Hot-unplug from a PCIe root port (native hotplug, the test playing the
+ * guest that powers the slot off) while the device holds a connection
+ * handed in by the host: the device goes and the connection is closed.
+ */
+static void test_hot_unplug(void)
+{
+    QTestState *qts = qtest_init(
+        "-M q35 -nodefaults "
+        "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
+        "-device pcie-root-port,id=rp0,bus=pcie.0,addr=0x2,chassis=1 "
+        "-device rnic,id=r,bus=rp0");
+    QPCIBus *bus = qpci_new_pc(qts, NULL);
+    QPCIDevice *port = qpci_device_find(bus, QPCI_DEVFN(2, 0));
+    struct sockaddr_in in = { .sin_family = AF_INET };
+    socklen_t len = sizeof(in);
+    int lfd, outside, inside;
+    uint8_t exp, b;
+    struct timeval tv = { .tv_sec = 5 };
+
+    g_assert_nonnull(port);
+    /* A TCP connection made outside QEMU, handed to the device. */
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    g_assert_cmpint(bind(lfd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
+    g_assert_cmpint(listen(lfd, 1), ==, 0);
+    g_assert_cmpint(getsockname(lfd, (struct sockaddr *)&in, &len), ==, 0);
+    outside = socket(AF_INET, SOCK_STREAM, 0);
+    g_assert_cmpint(connect(outside, (struct sockaddr *)&in, sizeof(in)), ==,
+                    0);
+    inside = accept(lfd, NULL, NULL);
+    qtest_qmp_fds_assert_success(qts, &inside, 1,
+        "{'execute': 'getfd', 'arguments': {'fdname': 'c'}}");
+    qtest_qmp_assert_success(qts, "{'execute': 'qom-set', 'arguments': {"
+        "'path': '/machine/peripheral/r', 'property': 'handoff-fd', "
+        "'value': 'c'}}");
+    close(inside);
+
+    qtest_qmp_device_del_send(qts, "r");
+    /* The guest's part: power the slot off. */
+    exp = qpci_find_capability(port, PCI_CAP_ID_EXP, 0);
+    g_assert_cmpuint(exp, !=, 0);
+    qpci_config_writew(port, exp + PCI_EXP_SLTCTL,
+                       qpci_config_readw(port, exp + PCI_EXP_SLTCTL) |
+                       PCI_EXP_SLTCTL_PWR_OFF);
+    qtest_qmp_eventwait(qts, "DEVICE_DELETED");
+    /* The handed-in connection died with the device. */
+    setsockopt(outside, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    g_assert_cmpint(read(outside, &b, 1), ==, 0);
+    close(outside);
+    close(lfd);
+    g_free(port);
+    qpci_free_pc(bus);
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -438,5 +494,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/verbs/cq-qp", test_cq_qp_lifecycle);
     qtest_add_func("/rnic/wq/flush", test_flush_to_guest_cq);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
+    qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
     return g_test_run();
 }

@@ -115,6 +115,16 @@ void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
     rnic_test_open(b, 1);
 }
 
+/* After a system reset: BARs and MSI-X are gone, map them again. */
+void rnic_test_after_reset(RnicTest *t)
+{
+    qpci_device_enable(t->dev);
+    t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
+    t->dev->msix_enabled = false;
+    t->cmd_prod = 0;
+    t->eq_cons = 0;
+}
+
 /* Program both rings and enable the device, as a driver's probe does. */
 void rnic_test_enable(RnicTest *t)
 {

@@ -46,6 +46,7 @@ void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
 uint64_t rnic_qom_int(RnicTest *t, const char *id, const char *prop);
 char *rnic_qom_str(RnicTest *t, const char *id, const char *prop);
 void rnic_test_enable(RnicTest *t);
+void rnic_test_after_reset(RnicTest *t);
 void rnic_test_stop(RnicTest *t);
 
 /* MSI-X vectors write RNIC_TEST_MSI_MAGIC | vector to guest memory. */
