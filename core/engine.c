@@ -130,7 +130,10 @@ static int ep_modify(struct rnic_ep *ep, enum rnic_qp_state to, bool closed)
     enum rnic_qp_state from = ep->qp->state;
     int ret;
 
-    if (to == RNIC_QP_TERMINATE || to == RNIC_QP_ERROR || closed) {
+    /* Links of receives that are about to be flushed, and only those: a
+     * clean close leaves posted receives (and their links) in place. */
+    if (closed ? rnic_qp_close_flushes(ep->qp)
+               : to == RNIC_QP_TERMINATE || to == RNIC_QP_ERROR) {
         ep_forget_recv_links(ep);
     }
     ret = closed ? rnic_qp_connection_closed(ep->qp)

@@ -413,6 +413,12 @@ int rnic_qp_adopt_connection(struct rnic_qp *qp, uint32_t ord, uint32_t ird)
     return rnic_qp_modify(qp, RNIC_QP_RTS);
 }
 
+bool rnic_qp_close_flushes(const struct rnic_qp *qp)
+{
+    return qp->state == RNIC_QP_RTS || qp->state == RNIC_QP_TERMINATE ||
+           (qp->state == RNIC_QP_CLOSING && !rnic_qp_drained(qp));
+}
+
 int rnic_qp_connection_closed(struct rnic_qp *qp)
 {
     switch (qp->state) {

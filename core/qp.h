@@ -164,6 +164,8 @@ int rnic_qp_adopt_connection(struct rnic_qp *qp, uint32_t ord, uint32_t ird);
  * Returns like rnic_qp_modify().
  */
 int rnic_qp_connection_closed(struct rnic_qp *qp);
+/* True when rnic_qp_connection_closed() would flush the queues. */
+bool rnic_qp_close_flushes(const struct rnic_qp *qp);
 
 /*
  * 0 on success.  -ENOTCONN: state forbids it; -ENOMEM: queue full;

@@ -51,6 +51,13 @@ static int rx_write(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     struct rnic_mem_ref ref;
     enum rnic_stag_status st;
 
+    /*
+     * A zero-length Write places nothing and is not checked (as Linux siw
+     * does): RFC 6581's RTR may be one, naming no buffer at all.
+     */
+    if (!seg->plen) {
+        return 0;
+    }
     st = rnic_stag_resolve(ep->stags, seg->h.stag, ep->pd, ep->qp->qpn,
                            seg->h.to, seg->plen, RNIC_ACCESS_REMOTE_WRITE,
                            &ref);

@@ -331,6 +331,8 @@ static int rx_atomic_execute(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
     if (rnic_mem_place(ep->dma, &ref, buf) != RNIC_STAG_OK) {
         return rnic_rx_refuse(ep, seg, rx_catastrophic());
     }
+    /* An atomic writes through the STag: it is one message to it. */
+    rnic_stag_message_done(ep->stags, ref.stag);
     return 0;
 }
 
