@@ -51,51 +51,6 @@ static struct rnic_sockaddr loopback(uint16_t port)
     return a;
 }
 
-static int tcp_connect(uint16_t port)
-{
-    struct sockaddr_in in = {
-        .sin_family = AF_INET,
-        .sin_port = htons(port),
-        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-    };
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpint(connect(fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
-    return fd;
-}
-
-static int tcp_listen(uint16_t *port)
-{
-    struct sockaddr_in in = {
-        .sin_family = AF_INET,
-        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-    };
-    socklen_t len = sizeof(in);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
-    g_assert_cmpint(listen(fd, 4), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&in, &len), ==, 0);
-    *port = ntohs(in.sin_port);
-    return fd;
-}
-
-/* Reads exactly @len bytes within the test timeout. */
-static void read_full(int fd, void *buf, size_t len)
-{
-    struct timeval tv = { .tv_sec = 5 };
-    size_t got = 0;
-
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    while (got < len) {
-        ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
-
-        g_assert_cmpint(n, >, 0);
-        got += n;
-    }
-}
-
 /* An MPA rev 2 frame as siw sends it: RFC 6581 IRD/ORD, then @pd. */
 static size_t mpa_frame(uint8_t *buf, const char *key, uint8_t flags,
                         uint16_t ird, uint16_t ord, const char *pd)
@@ -117,12 +72,12 @@ static uint16_t mpa_read(int fd, const char *key, uint8_t *hdr, uint8_t *pd)
 {
     uint16_t len;
 
-    read_full(fd, hdr, MPA_HDR);
+    rnic_read_full(fd, hdr, MPA_HDR);
     g_assert_cmpmem(hdr, 16, key, 16);
     g_assert_cmpuint(hdr[17], ==, 2);
     len = lduw_be_p(hdr + 18);
     g_assert_cmpuint(len, <=, 512);
-    read_full(fd, pd, len);
+    rnic_read_full(fd, pd, len);
     return len;
 }
 
@@ -188,7 +143,7 @@ static void test_passive_accept(void)
 
     cm_start(&c, NULL);
     listener = cm_listen(&c, &port);
-    fd = tcp_connect(port);
+    fd = rnic_tcp_connect(port);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                "hello rnic")), >, 0);
     rnic_wait_event(&c.t, &ev);
@@ -245,7 +200,7 @@ static void test_passive_reject(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = tcp_connect(port);
+    fd = rnic_tcp_connect(port);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                "")), >, 0);
     rnic_wait_event(&c.t, &ev);
@@ -253,12 +208,12 @@ static void test_passive_reject(void)
     r.conn_id = ev.id;
     cm_pdata(&c, &r, "go away");
     rnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
-    read_full(fd, hdr, MPA_HDR);
+    rnic_read_full(fd, hdr, MPA_HDR);
     g_assert_cmpmem(hdr, 16, MPA_REP_KEY, 16);
     g_assert_cmphex(hdr[16] & MPA_FLAG_R, ==, MPA_FLAG_R);
     len = lduw_be_p(hdr + 18);
     g_assert_cmpuint(len, >=, strlen("go away"));
-    read_full(fd, pd, len);
+    rnic_read_full(fd, pd, len);
     g_assert_cmpmem(pd + len - strlen("go away"), strlen("go away"),
                     "go away", strlen("go away"));
     /* Then the device closes the connection. */
@@ -279,7 +234,7 @@ static void test_passive_garbage(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = tcp_connect(port);
+    fd = rnic_tcp_connect(port);
     g_assert_cmpint(write(fd, junk, sizeof(junk) - 1), >, 0);
     {
         struct timeval tv = { .tv_sec = 5 };
@@ -291,20 +246,6 @@ static void test_passive_garbage(void)
     g_assert_false(rnic_next_event(&c.t, &ev));
     close(fd);
     rnic_test_stop(&c.t);
-}
-
-static int tcp_accept(int lfd)
-{
-    struct timeval tv = { .tv_sec = 5 };
-    fd_set set;
-    int fd;
-
-    FD_ZERO(&set);
-    FD_SET(lfd, &set);
-    g_assert_cmpint(select(lfd + 1, &set, NULL, NULL, &tv), ==, 1);
-    fd = accept(lfd, NULL, NULL);
-    g_assert_cmpint(fd, >=, 0);
-    return fd;
 }
 
 /* The guest connects out; the test is the responder. */
@@ -319,7 +260,7 @@ static void test_active_connect(void)
     int lfd, fd;
 
     cm_start(&c, NULL);
-    lfd = tcp_listen(&port);
+    lfd = rnic_tcp_listen(&port);
     qpn = cm_create_qp(&c);
     k.qpn = cpu_to_le32(qpn);
     k.peer = loopback(port);
@@ -330,7 +271,7 @@ static void test_active_connect(void)
     /* The QP is taken: a second CONNECT on it is refused. */
     g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_STATE);
-    fd = tcp_accept(lfd);
+    fd = rnic_tcp_accept(lfd);
     g_assert_cmpuint(mpa_read(fd, MPA_REQ_KEY, hdr, pd), ==, 4 + 4);
     g_assert_cmphex(hdr[16] & MPA_FLAG_ENHANCED, ==, MPA_FLAG_ENHANCED);
     g_assert_cmpuint(lduw_be_p(pd) & 0x3fff, ==, 2);          /* IRD */
@@ -367,10 +308,10 @@ static void test_active_rejected_and_denied(void)
     g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_DENIED);
 
-    lfd = tcp_listen(&port);
+    lfd = rnic_tcp_listen(&port);
     k.peer = loopback(port);
     rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
-    fd = tcp_accept(lfd);
+    fd = rnic_tcp_accept(lfd);
     mpa_read(fd, MPA_REQ_KEY, hdr, pd);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REP_KEY, MPA_FLAG_R,
                                                0, 0, "busy")), >, 0);
@@ -401,9 +342,9 @@ static void test_handoff_fd(void)
     int lfd, outside, inside;
 
     cm_start(&c, ",id=rnic0");
-    lfd = tcp_listen(&port);
-    outside = tcp_connect(port);
-    inside = tcp_accept(lfd);
+    lfd = rnic_tcp_listen(&port);
+    outside = rnic_tcp_connect(port);
+    inside = rnic_tcp_accept(lfd);
     qtest_qmp_fds_assert_success(c.t.qts, &inside, 1,
         "{'execute': 'getfd', 'arguments': {'fdname': 'conn0'}}");
     qtest_qmp_assert_success(c.t.qts,
@@ -460,7 +401,7 @@ static void test_abortive_disconnect(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = tcp_connect(port);
+    fd = rnic_tcp_connect(port);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                "")), >, 0);
     rnic_wait_event(&c.t, &ev);

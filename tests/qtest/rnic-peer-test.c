@@ -49,27 +49,6 @@ static uint32_t crc32c(const uint8_t *p, size_t len)
     return ~crc;
 }
 
-/* ---- sockets ---- */
-
-static void read_full(int fd, void *buf, size_t len)
-{
-    struct timeval tv = { .tv_sec = 5 };
-    size_t got = 0;
-
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    while (got < len) {
-        ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
-
-        g_assert_cmpint(n, >, 0);
-        got += n;
-    }
-}
-
-static void write_full(int fd, const void *buf, size_t len)
-{
-    g_assert_cmpint(write(fd, buf, len), ==, len);
-}
-
 /* ---- FPDUs (RFC 5044 §7.1: length, ULPDU, pad, CRC) ---- */
 
 static void send_fpdu(Peer *p, const uint8_t *ulpdu, size_t len)
@@ -85,7 +64,7 @@ static void send_fpdu(Peer *p, const uint8_t *ulpdu, size_t len)
     n += pad;
     crc = p->crc ? crc32c(f, n) : 0;
     stl_le_p(f + n, crc);   /* the CRC goes out least significant first */
-    write_full(p->fd, f, n + 4);
+    rnic_write_full(p->fd, f, n + 4);
 }
 
 /* Reads one FPDU; returns the ULPDU length, the ULPDU in @ulpdu. */
@@ -94,12 +73,12 @@ static size_t recv_fpdu(Peer *p, uint8_t *ulpdu)
     uint8_t hdr[2], tail[8];
     size_t len, pad;
 
-    read_full(p->fd, hdr, 2);
+    rnic_read_full(p->fd, hdr, 2);
     len = lduw_be_p(hdr);
     g_assert_cmpuint(len, <=, 1024);
-    read_full(p->fd, ulpdu, len);
+    rnic_read_full(p->fd, ulpdu, len);
     pad = (4 - (2 + len) % 4) % 4;
-    read_full(p->fd, tail, pad + 4);
+    rnic_read_full(p->fd, tail, pad + 4);
     return len;
 }
 
@@ -184,7 +163,6 @@ static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
         .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
     };
     struct rnic_cmd_connect a = { .ird = 1, .ord = 1 };
-    struct sockaddr_in in = { .sin_family = AF_INET };
     uint8_t req[24] = "MPA ID Req Frame", rep[24];
     struct rnic_event ev;
     struct rnic_cmd cmd;
@@ -222,23 +200,20 @@ static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
     stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
 
     cmd = rnic_cmd_ok(&p->t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    in.sin_port = htons(le16_to_cpu(((struct rnic_cmd_listen *)
-                                     cmd.u.raw)->local.port));
-    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    p->fd = socket(AF_INET, SOCK_STREAM, 0);
-    g_assert_cmpint(connect(p->fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
+    p->fd = rnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
+                                          cmd.u.raw)->local.port));
     /* MPA Request, rev 2, RFC 6581 IRD/ORD 1/1, C when asked. */
     req[16] = 0x10 | (crc ? 0x40 : 0);
     req[17] = 2;
     stw_be_p(req + 18, 4);
     stw_be_p(req + 20, 1);
     stw_be_p(req + 22, 1);
-    write_full(p->fd, req, sizeof(req));
+    rnic_write_full(p->fd, req, sizeof(req));
     expect_event(p, RNIC_EV_CONN_REQUEST, &ev);
     a.conn_id = ev.id;
     a.qpn = cpu_to_le32(p->qp.qpn);
     rnic_cmd_ok(&p->t, RNIC_CMD_ACCEPT, &a, sizeof(a));
-    read_full(p->fd, rep, sizeof(rep));
+    rnic_read_full(p->fd, rep, sizeof(rep));
     g_assert_cmpmem(rep, 16, "MPA ID Rep Frame", 16);
     g_assert_cmphex(rep[16] & 0x40, ==, crc ? 0x40 : 0);
     expect_event(p, RNIC_EV_CONN_ESTABLISHED, &ev);

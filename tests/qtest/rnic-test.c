@@ -435,24 +435,17 @@ static void test_hot_unplug(void)
         "-device pcie-root-port,id=rp0,bus=pcie.0,addr=0x2,chassis=1 "
         "-device rnic,id=r,bus=rp0");
     QPCIBus *bus = qpci_new_pc(qts, NULL);
-    QPCIDevice *port = qpci_device_find(bus, QPCI_DEVFN(2, 0));
-    struct sockaddr_in in = { .sin_family = AF_INET };
-    socklen_t len = sizeof(in);
+    QPCIDevice *rp = qpci_device_find(bus, QPCI_DEVFN(2, 0));
+    uint16_t port;
     int lfd, outside, inside;
     uint8_t exp, b;
     struct timeval tv = { .tv_sec = 5 };
 
-    g_assert_nonnull(port);
+    g_assert_nonnull(rp);
     /* A TCP connection made outside QEMU, handed to the device. */
-    lfd = socket(AF_INET, SOCK_STREAM, 0);
-    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    g_assert_cmpint(bind(lfd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
-    g_assert_cmpint(listen(lfd, 1), ==, 0);
-    g_assert_cmpint(getsockname(lfd, (struct sockaddr *)&in, &len), ==, 0);
-    outside = socket(AF_INET, SOCK_STREAM, 0);
-    g_assert_cmpint(connect(outside, (struct sockaddr *)&in, sizeof(in)), ==,
-                    0);
-    inside = accept(lfd, NULL, NULL);
+    lfd = rnic_tcp_listen(&port);
+    outside = rnic_tcp_connect(port);
+    inside = rnic_tcp_accept(lfd);
     qtest_qmp_fds_assert_success(qts, &inside, 1,
         "{'execute': 'getfd', 'arguments': {'fdname': 'c'}}");
     qtest_qmp_assert_success(qts, "{'execute': 'qom-set', 'arguments': {"
@@ -462,10 +455,10 @@ static void test_hot_unplug(void)
 
     qtest_qmp_device_del_send(qts, "r");
     /* The guest's part: power the slot off. */
-    exp = qpci_find_capability(port, PCI_CAP_ID_EXP, 0);
+    exp = qpci_find_capability(rp, PCI_CAP_ID_EXP, 0);
     g_assert_cmpuint(exp, !=, 0);
-    qpci_config_writew(port, exp + PCI_EXP_SLTCTL,
-                       qpci_config_readw(port, exp + PCI_EXP_SLTCTL) |
+    qpci_config_writew(rp, exp + PCI_EXP_SLTCTL,
+                       qpci_config_readw(rp, exp + PCI_EXP_SLTCTL) |
                        PCI_EXP_SLTCTL_PWR_OFF);
     qtest_qmp_eventwait(qts, "DEVICE_DELETED");
     /* The handed-in connection died with the device. */
@@ -473,7 +466,7 @@ static void test_hot_unplug(void)
     g_assert_cmpint(read(outside, &b, 1), ==, 0);
     close(outside);
     close(lfd);
-    g_free(port);
+    g_free(rp);
     qpci_free_pc(bus);
     qtest_quit(qts);
 }

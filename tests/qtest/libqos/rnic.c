@@ -389,3 +389,69 @@ char *rnic_qom_str(RnicTest *t, const char *id, const char *prop)
     qobject_unref(r);
     return v;
 }
+
+/* ---- TCP on 127.0.0.1, for tests that play the network peer ---- */
+
+int rnic_tcp_connect(uint16_t port)
+{
+    struct sockaddr_in in = {
+        .sin_family = AF_INET,
+        .sin_port = htons(port),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
+    return fd;
+}
+
+int rnic_tcp_listen(uint16_t *port)
+{
+    struct sockaddr_in in = {
+        .sin_family = AF_INET,
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    };
+    socklen_t len = sizeof(in);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
+    g_assert_cmpint(listen(fd, 4), ==, 0);
+    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&in, &len), ==, 0);
+    *port = ntohs(in.sin_port);
+    return fd;
+}
+
+int rnic_tcp_accept(int lfd)
+{
+    struct timeval tv = { .tv_sec = 5 };
+    fd_set set;
+    int fd;
+
+    FD_ZERO(&set);
+    FD_SET(lfd, &set);
+    g_assert_cmpint(select(lfd + 1, &set, NULL, NULL, &tv), ==, 1);
+    fd = accept(lfd, NULL, NULL);
+    g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+/* Reads exactly @len bytes within the test timeout. */
+void rnic_read_full(int fd, void *buf, size_t len)
+{
+    struct timeval tv = { .tv_sec = 5 };
+    size_t got = 0;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    while (got < len) {
+        ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+
+        g_assert_cmpint(n, >, 0);
+        got += n;
+    }
+}
+
+void rnic_write_full(int fd, const void *buf, size_t len)
+{
+    g_assert_cmpint(write(fd, buf, len), ==, len);
+}
