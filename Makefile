@@ -69,7 +69,8 @@ qemu: need-configure
 	done
 
 check:
-	@bash scripts/check-all.sh check-unit check-unit-san check-qtest check-e2e
+	@bash scripts/check-all.sh check-unit check-unit-san check-qtest \
+	    fuzz-smoke check-e2e
 
 # The unit tests again under AddressSanitizer and UBSan.
 check-unit-san:

@@ -24,10 +24,10 @@ count_check() {
     failed=$((failed + f + e))
 }
 
-# Our e2e runner prints "e2e: N passed, N failed".
+# Our e2e and fuzz runners print "WORD: N passed, N failed".
 count_plain() {
     local line
-    line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -n1)
+    line=$(grep -E '^[a-z0-9]+: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -n1)
     [ -n "$line" ] || return 1
     passed=$((passed + $(awk '{ print $2 }' <<<"$line")))
     failed=$((failed + $(awk '{ print $4 }' <<<"$line")))
@@ -60,7 +60,7 @@ run_part() {    # run_part TARGET COUNTER
 for part in "$@"; do
     case $part in
     check-unit*) run_part "$part" count_check ;;
-    check-e2e) run_part "$part" count_plain ;;
+    check-e2e | fuzz-smoke) run_part "$part" count_plain ;;
     *) run_part "$part" count_meson ;;
     esac
 done

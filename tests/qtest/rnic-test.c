@@ -5,6 +5,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qobject/qdict.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "libqos/rnic.h"
 
@@ -471,6 +472,75 @@ static void test_hot_unplug(void)
     qtest_quit(qts);
 }
 
+/* SRQs: create, share between QPs, refuse to die while used. */
+static void test_srq(void)
+{
+    struct rnic_cmd_srq sq = { .log_size = 3 };
+    struct rnic_cmd_create_qp q;
+    struct rnic_cq_entry e;
+    struct rnic_cmd cmd;
+    uint32_t pdn, pdn2, cqn, srqn, qpn;
+    uint64_t ring;
+    RnicTest t;
+
+    rnic_test_start(&t, NULL);
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    pdn2 = rnic_create_pd(&t);
+    cqn = rnic_create_cq(&t, 3, 1, &ring);
+    sq.pdn = cpu_to_le32(pdn);
+    sq.ring_addr = cpu_to_le64(guest_alloc(t.alloc, 4096));
+    cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq));
+    srqn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
+    q = (struct rnic_cmd_create_qp) {
+        .pdn = cpu_to_le32(pdn),
+        .send_cqn = cpu_to_le32(cqn),
+        .recv_cqn = cpu_to_le32(cqn),
+        .srqn = cpu_to_le32(srqn),
+        .sq_addr = cpu_to_le64(guest_alloc(t.alloc, 4096)),
+        .sq_log_size = 3,
+    };
+    cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q));
+    qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+    /* An SRQ of another PD is refused; so is an unknown SRQ. */
+    q.pdn = cpu_to_le32(pdn2);
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q)),
+                    ==, RNIC_CMD_ERR_ACCESS);
+    q.srqn = cpu_to_le32(99);
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q)),
+                    ==, RNIC_CMD_ERR_HANDLE);
+    /* The QP has no RQ of its own: its RQ doorbell is ignored. */
+    rnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qpn, 1));
+    rnic_settle(&t);
+    g_assert_false(rnic_read_cqe(&t, ring, 3, 0, &e));
+    /* Busy while the QP uses it. */
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq)),
+                    ==, RNIC_CMD_ERR_HANDLE);
+    sq.srqn = cpu_to_le32(srqn);
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq)),
+                    ==, RNIC_CMD_ERR_BUSY);
+    q.qpn = cpu_to_le32(qpn);
+    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &q, sizeof(q));
+    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq));
+    rnic_test_stop(&t);
+}
+
+/* The device is not migratable (docs/spec.md "Migration"). */
+static void test_migration_blocked(void)
+{
+    RnicTest t;
+    QDict *r;
+
+    rnic_test_start(&t, NULL);
+    r = qtest_qmp(t.qts, "{'execute': 'migrate', 'arguments': {"
+                  "'uri': 'exec:cat > /dev/null'}}");
+    g_assert_true(qdict_haskey(r, "error"));
+    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(r, "error"),
+                                          "desc"), "rnic"));
+    qobject_unref(r);
+    rnic_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -488,5 +558,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/wq/flush", test_flush_to_guest_cq);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
+    qtest_add_func("/rnic/verbs/srq", test_srq);
+    qtest_add_func("/rnic/migration-blocked", test_migration_blocked);
     return g_test_run();
 }

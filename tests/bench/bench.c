@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * `make bench`: speed figures of the protocol core, each printed as
+ *
+ *   bench: NAME VALUE UNIT ratio=R (vs BASELINE)
+ *
+ * where BASELINE is measured in the same run, on the same machine, the
+ * same way, so that the ratio means something on any machine.  Not a
+ * test: nothing here asserts anything about time.
+ *
+ * Method, for every figure: one untimed warm-up run, then BENCH_RUNS
+ * timed runs (CLOCK_MONOTONIC), and the median of them is printed.
+ *  - crc32c: GB/s summing a 1 MiB buffer, rnic_crc32c_hw() (SSE4.2)
+ *    against rnic_crc32c_sw() (portable slicing-by-8).
+ *  - write-1m-crc / write-1m-nocrc: MB/s of RDMA Writes of 1 MiB between
+ *    two engines (epfix sides) over one loopback TCP connection, each
+ *    followed by a zero-length Send so that a run ends when the last
+ *    Write is placed on the far side; against raw TCP moving the same
+ *    bytes over the same kind of connection into a plain buffer.  MPA
+ *    results are set up directly (epf_mpa_pair), the handshake is not
+ *    measured.  One thread drives both ends with poll(), as the device's
+ *    event loop would; the raw baseline is driven the same way.  Both
+ *    use the sockets' default options (Nagle on, as for raw TCP).
+ *  - send-64-rtt: microseconds per round trip of a 64-octet Send answered
+ *    by a 64-octet Send, against raw TCP ping-pong of 64 octets.
+ *  - stag-lookup / stag-resolve: calls per second with 1,048,576 regions
+ *    registered, on STags drawn at random (the same sequence for all),
+ *    against indexing a plain array of {key, valid} by STag index.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include "crc32c.h"
+#include "support/epfix.h"
+
+#define BENCH_RUNS      7
+#define MIB             ((size_t)1 << 20)
+#define XFER_PER_RUN    32          /* 1 MiB transfers per timed run */
+#define RTT_PER_RUN     2000
+#define NSTAGS          ((uint32_t)1 << 20)
+#define LOOKUPS_PER_RUN ((uint32_t)1 << 22)
+
+#define SRC_OFF         0ull
+#define DST_OFF         ((uint64_t)4 << 20)
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Median seconds of BENCH_RUNS timed calls of @fn, after one warm-up. */
+static double median_time(void (*fn)(void *), void *arg)
+{
+    double t[BENCH_RUNS];
+
+    fn(arg);
+    for (int i = 0; i < BENCH_RUNS; i++) {
+        double start = now_s();
+
+        fn(arg);
+        t[i] = now_s() - start;
+    }
+    qsort(t, BENCH_RUNS, sizeof(t[0]), cmp_double);
+    return t[BENCH_RUNS / 2];
+}
+
+static void report(const char *name, double value, const char *unit,
+                   const char *base_name, double base)
+{
+    printf("bench: %s %.3g %s ratio=%.2f (vs %s %.3g %s)\n", name, value,
+           unit, value / base, base_name, base, unit);
+    fflush(stdout);
+}
+
+static void die(const char *what)
+{
+    perror(what);
+    exit(1);
+}
+
+/* ---- CRC32c ---- */
+
+static uint8_t crc_buf[MIB];
+static volatile uint32_t crc_sink;
+
+static void crc_hw_run(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 64; i++) {
+        crc_sink = rnic_crc32c_hw(crc_sink, crc_buf, sizeof(crc_buf));
+    }
+}
+
+static void crc_sw_run(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 64; i++) {
+        crc_sink = rnic_crc32c_sw(crc_sink, crc_buf, sizeof(crc_buf));
+    }
+}
+
+static void bench_crc32c(void)
+{
+    double gb = 64.0 * sizeof(crc_buf) / 1e9;
+    double sw;
+
+    for (size_t i = 0; i < sizeof(crc_buf); i++) {
+        crc_buf[i] = (uint8_t)(i * 131 + 7);
+    }
+    sw = gb / median_time(crc_sw_run, NULL);
+    if (!rnic_crc32c_hw_available()) {
+        printf("bench: crc32c-hw n/a: this CPU has no SSE4.2\n");
+        return;
+    }
+    report("crc32c-hw", gb / median_time(crc_hw_run, NULL), "GB/s",
+           "crc32c-sw", sw);
+}
+
+/* ---- loopback TCP ---- */
+
+static int fd[2] = { -1, -1 };
+
+static void tcp_connect_pair(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    socklen_t len = sizeof(sa);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&sa, &len) < 0) {
+        die("listen");
+    }
+    fd[0] = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd[0] < 0 || connect(fd[0], (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        (fd[1] = accept(l, NULL, NULL)) < 0) {
+        die("connect");
+    }
+    close(l);
+    for (int i = 0; i < 2; i++) {
+        fcntl(fd[i], F_SETFL, fcntl(fd[i], F_GETFL) | O_NONBLOCK);
+    }
+}
+
+static void tcp_close_pair(void)
+{
+    close(fd[0]);
+    close(fd[1]);
+}
+
+static int wait_io(void)
+{
+    struct pollfd p[2] = { { fd[0], POLLIN | POLLOUT, 0 },
+                           { fd[1], POLLIN | POLLOUT, 0 } };
+
+    if (poll(p, 2, 1000) < 0) {
+        die("poll");
+    }
+    return (p[0].revents & POLLIN ? 1 : 0) | (p[0].revents & POLLOUT ? 2 : 0) |
+           (p[1].revents & POLLIN ? 4 : 0) | (p[1].revents & POLLOUT ? 8 : 0);
+}
+
+/* ---- raw TCP baselines ---- */
+
+static uint8_t raw_buf[2][MIB];
+
+/* Moves @len octets from fd[from] to fd[!from]. */
+static void raw_move(int from, size_t len)
+{
+    size_t sent = 0, got = 0;
+
+    while (got < len) {
+        int ev = wait_io();
+        ssize_t n;
+
+        if (sent < len && (ev & (from ? 8 : 2))) {
+            n = write(fd[from], raw_buf[from] + sent % MIB,
+                      len - sent < MIB - sent % MIB ? len - sent
+                                                    : MIB - sent % MIB);
+            sent += n > 0 ? (size_t)n : 0;
+        }
+        if (ev & (from ? 1 : 4)) {
+            n = read(fd[!from], raw_buf[!from] + got % MIB, MIB - got % MIB);
+            got += n > 0 ? (size_t)n : 0;
+        }
+    }
+}
+
+static void raw_stream_run(void *arg)
+{
+    (void)arg;
+    raw_move(0, XFER_PER_RUN * MIB);
+}
+
+static void raw_pingpong_run(void *arg)
+{
+    size_t len = *(size_t *)arg;
+
+    for (int i = 0; i < RTT_PER_RUN; i++) {
+        raw_move(0, len);
+        raw_move(1, len);
+    }
+}
+
+/* ---- two engines ---- */
+
+static struct epf_side A, B;        /* A initiator */
+
+static void ep_tx(struct epf_side *s, int i)
+{
+    struct iovec iov[64];
+    int cnt;
+    ssize_t n = 1;
+
+    while (n > 0 && rnic_ep_tx_peek(s->ep, iov, 64, &cnt)) {
+        n = writev(fd[i], iov, cnt);
+        rnic_ep_tx_advance(s->ep, n > 0 ? (size_t)n : 0);
+    }
+}
+
+static void ep_rx(struct epf_side *s, int i)
+{
+    static uint8_t buf[1 << 16];
+    ssize_t n = read(fd[i], buf, sizeof(buf));
+
+    if (n > 0 && rnic_ep_rx(s->ep, buf, (size_t)n) < 0) {
+        fprintf(stderr, "bench: the stream broke\n");
+        exit(1);
+    }
+}
+
+/* Runs both engines until @s has @n receive completions (all drained). */
+static void run_until_recv(struct epf_side *s, uint32_t n)
+{
+    struct rnic_cqe cqe[64];
+    uint32_t got = 0;
+
+    while (got < n) {
+        int ev = wait_io();
+
+        if (ev & 1) {
+            ep_rx(&A, 0);
+        }
+        if (ev & 4) {
+            ep_rx(&B, 1);
+        }
+        ep_tx(&A, 0);
+        ep_tx(&B, 1);
+        got += rnic_cq_poll(s->rcq, cqe, 64);
+        rnic_cq_poll(A.scq, cqe, 64);
+        rnic_cq_poll(B.scq, cqe, 64);
+    }
+}
+
+static void engines_up(bool crc)
+{
+    struct epf_params pa = { .initiator = true };
+    struct epf_params pb = { .initiator = false };
+
+    epf_mpa_pair(crc, false, 0, 4, &pa.mpa, &pb.mpa);
+    tcp_connect_pair();
+    epf_init(&A, &pa, 10);
+    epf_init(&B, &pb, 20);
+}
+
+static void engines_down(void)
+{
+    epf_fini(&A);
+    epf_fini(&B);
+    tcp_close_pair();
+}
+
+static uint32_t write_stag;
+
+static void rdma_write_run(void *arg)
+{
+    struct rnic_send_wr w = epf_wr(1, RNIC_WR_WRITE, A.lkey, SRC_OFF, MIB);
+    struct rnic_send_wr done = epf_wr(2, RNIC_WR_SEND, A.lkey, SRC_OFF, 0);
+
+    (void)arg;
+    w.remote_stag = write_stag;
+    w.remote_to = epf_addr(DST_OFF);
+    w.flags = 0;
+    done.num_sge = 0;
+    for (int i = 0; i < XFER_PER_RUN; i++) {
+        epf_post_recv(&B, 1, DST_OFF, 0);
+        epf_post(&A, &w);
+        epf_post(&A, &done);
+        run_until_recv(&B, 1);
+    }
+}
+
+static void bench_write(bool crc, double raw_mbs)
+{
+    double mb = XFER_PER_RUN * (double)MIB / 1e6;
+
+    engines_up(crc);
+    write_stag = epf_mr(&B, DST_OFF, MIB, RNIC_ACCESS_REMOTE_WRITE |
+                        RNIC_ACCESS_LOCAL_WRITE, RNIC_STAG_PERSISTENT, false);
+    report(crc ? "write-1m-crc" : "write-1m-nocrc",
+           mb / median_time(rdma_write_run, NULL), "MB/s", "raw-tcp",
+           raw_mbs);
+    engines_down();
+}
+
+static void send_pingpong_run(void *arg)
+{
+    uint32_t len = *(uint32_t *)arg;
+    struct rnic_send_wr ping = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF, len);
+    struct rnic_send_wr pong = epf_wr(2, RNIC_WR_SEND, B.lkey, SRC_OFF, len);
+
+    ping.flags = pong.flags = 0;
+    for (int i = 0; i < RTT_PER_RUN; i++) {
+        epf_post_recv(&B, 1, DST_OFF, len);
+        epf_post_recv(&A, 1, DST_OFF, len);
+        epf_post(&A, &ping);
+        run_until_recv(&B, 1);
+        epf_post(&B, &pong);
+        run_until_recv(&A, 1);
+    }
+}
+
+static void bench_pingpong(void)
+{
+    uint32_t len = 64;
+    size_t raw_len = len;
+    double raw, ep;
+
+    tcp_connect_pair();
+    raw = median_time(raw_pingpong_run, &raw_len) / RTT_PER_RUN * 1e6;
+    tcp_close_pair();
+    engines_up(true);
+    ep = median_time(send_pingpong_run, &len) / RTT_PER_RUN * 1e6;
+    engines_down();
+    report("send-64-rtt-crc", ep, "us", "raw-tcp-64-rtt", raw);
+}
+
+/* ---- STag lookups ---- */
+
+struct plain_entry {
+    uint8_t key;
+    bool valid;
+};
+
+static struct rnic_stag_table *table;
+static struct plain_entry *plain;
+static uint32_t *probe;             /* the random STags looked up */
+static volatile uint64_t lookup_sink;
+
+static void stag_lookup_run(void *arg)
+{
+    uint64_t hits = 0;
+
+    (void)arg;
+    for (uint32_t i = 0; i < LOOKUPS_PER_RUN; i++) {
+        hits += rnic_stag_lookup(table, probe[i]);
+    }
+    lookup_sink = hits;
+}
+
+static void stag_resolve_run(void *arg)
+{
+    uint32_t pd = *(uint32_t *)arg;
+    struct rnic_mem_ref ref;
+    uint64_t hits = 0;
+
+    for (uint32_t i = 0; i < LOOKUPS_PER_RUN; i++) {
+        hits += rnic_stag_resolve(table, probe[i], pd, 1, 0x100, 64,
+                                  RNIC_ACCESS_REMOTE_WRITE, &ref) ==
+                RNIC_STAG_OK;
+    }
+    lookup_sink = hits;
+}
+
+static void plain_lookup_run(void *arg)
+{
+    uint64_t hits = 0;
+
+    (void)arg;
+    for (uint32_t i = 0; i < LOOKUPS_PER_RUN; i++) {
+        const struct plain_entry *e = &plain[rnic_stag_index(probe[i])];
+
+        hits += e->valid && e->key == rnic_stag_key(probe[i]);
+    }
+    lookup_sink = hits;
+}
+
+static void bench_stags(void)
+{
+    struct rnic_stag_table_params tp = {
+        .max_stags = NSTAGS + 1, .max_pds = 1,
+        .default_policy = RNIC_STAG_PERSISTENT,
+    };
+    struct epf_rng rng = { 12345 };
+    uint32_t pd, *stags = malloc(NSTAGS * sizeof(*stags));
+    double base;
+
+    table = rnic_stag_table_new(&tp);
+    plain = calloc((size_t)NSTAGS + 2, sizeof(*plain));
+    probe = malloc(LOOKUPS_PER_RUN * sizeof(*probe));
+    if (!table || !plain || !probe || !stags ||
+        rnic_pd_alloc(table, &pd) != RNIC_STAG_OK) {
+        die("stag table");
+    }
+    for (uint32_t i = 0; i < NSTAGS; i++) {
+        uint64_t page = (uint64_t)(i + 1) << 12;
+        struct rnic_mr_attr a = {
+            .pd = pd, .key = (uint8_t)i, .access = RNIC_ACCESS_REMOTE_WRITE |
+            RNIC_ACCESS_LOCAL_WRITE, .policy = RNIC_STAG_PERSISTENT,
+            .pages = &page, .npages = 1, .page_shift = 12, .length = 4096,
+        };
+
+        if (rnic_mr_register(table, &a, &stags[i]) != RNIC_STAG_OK) {
+            die("rnic_mr_register");
+        }
+        plain[rnic_stag_index(stags[i])] =
+            (struct plain_entry) { rnic_stag_key(stags[i]), true };
+    }
+    for (uint32_t i = 0; i < LOOKUPS_PER_RUN; i++) {
+        probe[i] = stags[epf_rand(&rng, NSTAGS)];
+    }
+    base = LOOKUPS_PER_RUN / median_time(plain_lookup_run, NULL);
+    report("stag-lookup", LOOKUPS_PER_RUN /
+           median_time(stag_lookup_run, NULL), "lookups/s", "plain-array",
+           base);
+    report("stag-resolve", LOOKUPS_PER_RUN /
+           median_time(stag_resolve_run, &pd), "lookups/s", "plain-array",
+           base);
+    rnic_stag_table_free(table);
+    free(plain);
+    free(probe);
+    free(stags);
+}
+
+int main(void)
+{
+    double raw_mbs;
+
+    bench_crc32c();
+    tcp_connect_pair();
+    raw_mbs = XFER_PER_RUN * (double)MIB / 1e6 /
+              median_time(raw_stream_run, NULL);
+    tcp_close_pair();
+    bench_write(true, raw_mbs);
+    bench_write(false, raw_mbs);
+    bench_pingpong();
+    bench_stags();
+    return 0;
+}
