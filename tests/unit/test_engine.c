@@ -448,6 +448,36 @@ START_TEST(test_one_shot_written_twice)
 }
 END_TEST
 
+/*
+ * An atomic is one message through its STag: a one-shot STag is used up
+ * by it, and a second atomic (_i 0) or a Write (_i 1) is refused.
+ */
+START_TEST(test_one_shot_atomic_used_up)
+{
+    uint32_t stag = remote_mr(&B, MISC_OFF, 64, RNIC_ACCESS_REMOTE_ATOMIC |
+                              RNIC_ACCESS_REMOTE_WRITE, RNIC_STAG_ONE_SHOT);
+    uint8_t *target = epf_ptr(&B, MISC_OFF);
+
+    st_le64(target, 1000);
+    do_atomic(RNIC_WR_ATOMIC_FETCH_ADD, stag, 5, 0, 1);     /* -> 1005 */
+    run();
+    expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_ATOMIC_FETCH_ADD, 8);
+    ck_assert_uint_eq(ld_le64(epf_ptr(&A, DST_OFF + 8)), 1000);
+    ck_assert_uint_eq(ld_le64(target), 1005);
+    ck_assert(!rnic_stag_lookup(B.stags, stag));
+    if (_i == 0) {
+        do_atomic(RNIC_WR_ATOMIC_FETCH_ADD, stag, 5, 0, 2);
+        run();
+        expect_refused(rnic_term_rdmap(RNIC_RDMAP_ETYPE_REMOTE_PROTECTION,
+                                       RNIC_RDMAP_ECODE_INVALID_STAG));
+    } else {
+        write_to(stag, MISC_OFF, 8, 2);
+        expect_refused(invalid_stag);
+    }
+    ck_assert_uint_eq(ld_le64(target), 1005);
+}
+END_TEST
+
 START_TEST(test_recv_linked_stag)
 {
     uint32_t stag = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
@@ -486,6 +516,44 @@ START_TEST(test_recv_link_forgotten_on_flush)
 }
 END_TEST
 
+/*
+ * A clean close (CLOSING, then the connection ends with nothing left)
+ * flushes nothing: the posted receive and its link stay, so consuming
+ * the receive later still invalidates the STag.  An abortive close
+ * flushes the receive and forgets its link; the STag stays valid.
+ */
+START_TEST(test_recv_link_survives_graceful_close)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+    uint32_t astag = remote_mr(&A, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                               RNIC_STAG_PERSISTENT);
+    uint32_t got = 0;
+
+    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 42), RNIC_STAG_OK);
+    epf_post_recv(&B, 42, MISC_OFF, 64);
+    ck_assert_int_eq(rnic_ep_modify(B.ep, RNIC_QP_CLOSING), 0);
+    ck_assert_int_eq(B.qp->state, RNIC_QP_CLOSING);
+    ck_assert_int_eq(rnic_ep_connection_closed(B.ep), 0);
+    ck_assert_int_eq(B.qp->state, RNIC_QP_IDLE);
+    epf_no_cqe(B.rcq);
+    ck_assert_uint_eq(B.qp->rq.count, 1);       /* still posted */
+    ck_assert(rnic_stag_lookup(B.stags, stag));
+    ck_assert_uint_eq(rnic_stag_recv_consumed(B.stags, 42, &got, 1), 1);
+    ck_assert_uint_eq(got, stag);
+    ck_assert(!rnic_stag_lookup(B.stags, stag));
+
+    /* contrast: RTS -> ERROR flushes the receive and forgets the link */
+    ck_assert_int_eq(rnic_stag_link_to_recv(A.stags, astag, 7), RNIC_STAG_OK);
+    epf_post_recv(&A, 7, MISC_OFF, 64);
+    ck_assert_int_eq(rnic_ep_modify(A.ep, RNIC_QP_ERROR), 0);
+    expect_cqe(A.rcq, 7, RNIC_WC_WR_FLUSH_ERR, RNIC_WC_RECV, 0);
+    ck_assert_uint_eq(A.qp->rq.count, 0);
+    ck_assert_uint_eq(rnic_stag_recv_consumed(A.stags, 7, NULL, 0), 0);
+    ck_assert(rnic_stag_lookup(A.stags, astag));
+}
+END_TEST
+
 START_TEST(test_persistent_many_writes)
 {
     uint32_t stag = remote_mr(&B, DST_OFF, 65536, RNIC_ACCESS_REMOTE_WRITE,
@@ -499,6 +567,37 @@ START_TEST(test_persistent_many_writes)
     }
     ck_assert(rnic_stag_lookup(B.stags, stag));
     ck_assert_uint_eq(B.term_sent, 0);
+}
+END_TEST
+
+/*
+ * A zero-length Write places nothing and is not checked (RFC 6581's RTR
+ * may be one): naming an invalid STag it causes no Terminate, and the
+ * valid Write after it is placed.
+ */
+START_TEST(test_zero_length_write_unchecked)
+{
+    uint32_t stag = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+    struct rnic_send_wr zero = epf_wr(1, RNIC_WR_WRITE, A.lkey, SRC_OFF, 0);
+    struct rnic_send_wr wr = epf_wr(2, RNIC_WR_WRITE, A.lkey, SRC_OFF, 100);
+
+    zero.remote_stag = rnic_stag_next_key(stag);    /* stale key */
+    zero.remote_to = epf_addr(DST_OFF);
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(DST_OFF);
+    epf_post(&A, &zero);
+    epf_post(&A, &wr);
+    run();
+    ck_assert_uint_eq(B.term_sent, 0);
+    ck_assert_uint_eq(A.term_received, 0);
+    ck_assert_int_eq(A.qp->state, RNIC_QP_RTS);
+    ck_assert_int_eq(B.qp->state, RNIC_QP_RTS);
+    expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_WRITE, 0);
+    expect_cqe(A.scq, 2, RNIC_WC_SUCCESS, RNIC_WC_WRITE, 100);
+    epf_no_cqe(B.rcq);
+    expect_data(&B, DST_OFF, &A, SRC_OFF, 100);
+    ck_assert(rnic_stag_lookup(B.stags, stag));
 }
 END_TEST
 
@@ -780,9 +879,12 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_atomics);
     tcase_add_test(tc, test_send_inv_then_write_refused);
     tcase_add_test(tc, test_one_shot_written_twice);
+    tcase_add_loop_test(tc, test_one_shot_atomic_used_up, 0, 2);
     tcase_add_test(tc, test_recv_linked_stag);
     tcase_add_test(tc, test_recv_link_forgotten_on_flush);
+    tcase_add_test(tc, test_recv_link_survives_graceful_close);
     tcase_add_test(tc, test_persistent_many_writes);
+    tcase_add_test(tc, test_zero_length_write_unchecked);
     tcase_add_test(tc, test_ord_limit);
     tcase_add_test(tc, test_fence);
     tcase_add_test(tc, test_ird_exceeded);
