@@ -143,7 +143,7 @@ static void test_passive_accept(void)
 
     cm_start(&c, NULL);
     listener = cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port);
+    fd = rnic_tcp_connect(port, 0);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                "hello rnic")), >, 0);
     rnic_wait_event(&c.t, &ev);
@@ -200,7 +200,7 @@ static void test_passive_reject(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port);
+    fd = rnic_tcp_connect(port, 0);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                "")), >, 0);
     rnic_wait_event(&c.t, &ev);
@@ -234,7 +234,7 @@ static void test_passive_garbage(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port);
+    fd = rnic_tcp_connect(port, 0);
     g_assert_cmpint(write(fd, junk, sizeof(junk) - 1), >, 0);
     {
         struct timeval tv = { .tv_sec = 5 };
@@ -343,7 +343,7 @@ static void test_handoff_fd(void)
 
     cm_start(&c, ",id=rnic0");
     lfd = rnic_tcp_listen(&port);
-    outside = rnic_tcp_connect(port);
+    outside = rnic_tcp_connect(port, 0);
     inside = rnic_tcp_accept(lfd);
     qtest_qmp_fds_assert_success(c.t.qts, &inside, 1,
         "{'execute': 'getfd', 'arguments': {'fdname': 'conn0'}}");
@@ -401,7 +401,7 @@ static void test_abortive_disconnect(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port);
+    fd = rnic_tcp_connect(port, 0);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                "")), >, 0);
     rnic_wait_event(&c.t, &ev);

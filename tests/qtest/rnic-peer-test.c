@@ -157,7 +157,8 @@ static void expect_closed(Peer *p)
  * Device: PD, CQ, QP, a 16 KiB buffer registered for remote write with
  * @policy, listening.  Test: connects and does the MPA exchange.
  */
-static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
+static uint32_t peer_start_rcvbuf(Peer *p, uint8_t policy, bool crc,
+                                  int rcvbuf)
 {
     struct rnic_cmd_listen l = {
         .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
@@ -201,7 +202,7 @@ static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
 
     cmd = rnic_cmd_ok(&p->t, RNIC_CMD_LISTEN, &l, sizeof(l));
     p->fd = rnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
-                                          cmd.u.raw)->local.port));
+                                          cmd.u.raw)->local.port), rcvbuf);
     /* MPA Request, rev 2, RFC 6581 IRD/ORD 1/1, C when asked. */
     req[16] = 0x10 | (crc ? 0x40 : 0);
     req[17] = 2;
@@ -218,6 +219,11 @@ static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
     g_assert_cmphex(rep[16] & 0x40, ==, crc ? 0x40 : 0);
     expect_event(p, RNIC_EV_CONN_ESTABLISHED, &ev);
     return stag;
+}
+
+static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
+{
+    return peer_start_rcvbuf(p, policy, crc, 0);
 }
 
 static void peer_stop(Peer *p)
@@ -420,6 +426,66 @@ static void test_crc(void)
     peer_stop(&p);
 }
 
+/*
+ * Backpressure: the peer stops reading, so the device can hand no more to
+ * the socket and its RDMA Writes stop completing; nothing is lost, and
+ * once the peer reads again, every Write completes.
+ */
+static void test_backpressure(void)
+{
+    enum { N = 8, LEN = 2 * 1024 * 1024 };
+    uint64_t big = 0;
+    uint32_t big_stag, done = 0;
+    struct rnic_cq_entry e;
+    uint8_t sink[65536];
+    Peer p;
+
+    peer_start_rcvbuf(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536);
+    big = guest_alloc(p.t.alloc, LEN);
+    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
+                                0x44, &big_stag), ==, RNIC_CMD_OK);
+    for (int i = 0; i < N; i++) {
+        struct rnic_sq_wqe w = {
+            .wr_id = cpu_to_le64(i),
+            .opcode = RNIC_WQE_WRITE,
+            .flags = RNIC_WQE_FLAG_SIGNALED,
+            .num_sge = 1,
+            .sge[0] = {
+                .addr = cpu_to_le64(0x7f0000000000ull),
+                .length = cpu_to_le32(LEN),
+                .stag = cpu_to_le32(big_stag),
+            },
+            .remote_stag = cpu_to_le32(0x1234),
+        };
+
+        rnic_post_send(&p.t, &p.qp, &w);
+    }
+    /* 16 MiB cannot fit in the socket buffers of a 64 KiB window. */
+    for (int i = 0; i < 300; i++) {
+        g_usleep(1000);
+        rnic_settle(&p.t);
+    }
+    while (rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done, &e)) {
+        done++;
+    }
+    g_assert_cmpuint(done, <, N);
+    /* The peer reads again: everything goes out and completes. */
+    for (int i = 0; i < 100000 && done < N; i++) {
+        if (recv(p.fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) {
+            g_usleep(100);
+            rnic_settle(&p.t);
+        }
+        while (done < N && rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done, &e)) {
+            g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+            g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, done);
+            done++;
+        }
+    }
+    g_assert_cmpuint(done, ==, N);
+    g_assert_cmpuint(dev_stat(&p, "stat-tx-bytes"), >=, (uint64_t)N * LEN);
+    peer_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -433,5 +499,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/bad-ddp-version", test_bad_ddp_version);
     qtest_add_func("/rnic/peer/terminate-received", test_terminate_received);
     qtest_add_func("/rnic/peer/crc", test_crc);
+    qtest_add_func("/rnic/peer/backpressure", test_backpressure);
     return g_test_run();
 }

@@ -445,7 +445,7 @@ static void test_hot_unplug(void)
     g_assert_nonnull(rp);
     /* A TCP connection made outside QEMU, handed to the device. */
     lfd = rnic_tcp_listen(&port);
-    outside = rnic_tcp_connect(port);
+    outside = rnic_tcp_connect(port, 0);
     inside = rnic_tcp_accept(lfd);
     qtest_qmp_fds_assert_success(qts, &inside, 1,
         "{'execute': 'getfd', 'arguments': {'fdname': 'c'}}");
@@ -541,6 +541,36 @@ static void test_migration_blocked(void)
     rnic_test_stop(&t);
 }
 
+/* With bus mastering off the device reaches no guest memory at all. */
+static void test_bus_master_off(void)
+{
+    struct rnic_cmd cmd = { .opcode = RNIC_CMD_CREATE_PD };
+    uint16_t pcicmd;
+    RnicTest t;
+
+    rnic_test_start(&t, NULL);
+    rnic_test_enable(&t);
+    pcicmd = qpci_config_readw(t.dev, PCI_COMMAND);
+    qpci_config_writew(t.dev, PCI_COMMAND, pcicmd & ~PCI_COMMAND_MASTER);
+    cmd.status = cpu_to_le16(RNIC_CMD_STATUS_PENDING);
+    qtest_memwrite(t.qts, t.cmdq, &cmd, sizeof(cmd));
+    rnic_wr(&t, RNIC_REG_CMDQ_PROD, 1);
+    rnic_settle(&t);
+    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==,
+                    RNIC_STATUS_FATAL);
+    g_assert_cmpuint(rnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, 0);
+    qtest_memread(t.qts, t.cmdq, &cmd, sizeof(cmd));
+    g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_STATUS_PENDING);
+    /* FATAL holds until a reset; then the device works again. */
+    qpci_config_writew(t.dev, PCI_COMMAND, pcicmd);
+    rnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
+    t.cmd_prod = 0;
+    t.eq_cons = 0;
+    rnic_test_enable(&t);
+    g_assert_cmpuint(rnic_create_pd(&t), !=, 0);
+    rnic_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -560,5 +590,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
     qtest_add_func("/rnic/verbs/srq", test_srq);
     qtest_add_func("/rnic/migration-blocked", test_migration_blocked);
+    qtest_add_func("/rnic/bus-master-off", test_bus_master_off);
     return g_test_run();
 }

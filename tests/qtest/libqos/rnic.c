@@ -392,7 +392,7 @@ char *rnic_qom_str(RnicTest *t, const char *id, const char *prop)
 
 /* ---- TCP on 127.0.0.1, for tests that play the network peer ---- */
 
-int rnic_tcp_connect(uint16_t port)
+int rnic_tcp_connect(uint16_t port, int rcvbuf)
 {
     struct sockaddr_in in = {
         .sin_family = AF_INET,
@@ -402,6 +402,11 @@ int rnic_tcp_connect(uint16_t port)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
 
     g_assert_cmpint(fd, >=, 0);
+    /* Set before connect: it bounds the window TCP advertises. */
+    if (rcvbuf) {
+        g_assert_cmpint(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+                                   sizeof(rcvbuf)), ==, 0);
+    }
     g_assert_cmpint(connect(fd, (struct sockaddr *)&in, sizeof(in)), ==, 0);
     return fd;
 }

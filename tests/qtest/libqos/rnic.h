@@ -82,7 +82,8 @@ bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t index,
 void rnic_settle(RnicTest *t);
 
 /* TCP on 127.0.0.1 for tests that play the remote peer; assert on error. */
-int rnic_tcp_connect(uint16_t port);
+/* @rcvbuf: SO_RCVBUF to set first (a small window), or 0. */
+int rnic_tcp_connect(uint16_t port, int rcvbuf);
 int rnic_tcp_listen(uint16_t *port);
 int rnic_tcp_accept(int lfd);
 void rnic_read_full(int fd, void *buf, size_t len);
