@@ -5,6 +5,7 @@
 # under build/qemu.  See README.md.
 
 BUILD      := build
+SHELL      := /bin/bash
 -include $(BUILD)/config.mk
 
 CC         ?= cc
@@ -30,6 +31,8 @@ QEMU_BIN   := $(BUILD)/qemu-system-x86_64
 # Debian's firmware packages; QEMU run from its build folder looks for its
 # --firmwarepath under qemu-bundle/, so they are linked there.
 FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
+# Our files inside QEMU's build: QEMU builds without -Werror, we do not.
+OUR_QEMU_FILES := (hw/rnic|rnic-core|qtest/rnic|libqos/rnic)
 QTESTS     := rnic-test rnic-cm-test rnic-dp-test rnic-peer-test \
               device-introspect-test
 
@@ -61,7 +64,11 @@ need-configure:
 # Laying the device again is cheap and picks up new test files.
 qemu: need-configure
 	@bash scripts/lay-device.sh $(QEMU_SRC) $(CURDIR)
-	ninja -C $(QEMU_BUILD) qemu-system-x86_64
+	@set -o pipefail; ninja -C $(QEMU_BUILD) qemu-system-x86_64 2>&1 | \
+	    tee $(BUILD)/qemu-build.log
+	@! grep -E '$(OUR_QEMU_FILES)[^ :]*:[0-9]+:[0-9]+: warning' \
+	    $(BUILD)/qemu-build.log || \
+	    { echo "make: warnings in our code are errors (above)"; exit 1; }
 	@ln -sf qemu/qemu-system-x86_64 $(QEMU_BIN)
 	@for d in $(FIRMWARE_DIRS); do \
 	    mkdir -p $(QEMU_BUILD)/qemu-bundle$$(dirname $$d); \
@@ -80,7 +87,11 @@ check-unit: $(UNIT_BIN)
 	cd $(BUILD) && CK_FORK=yes $(abspath $(UNIT_BIN))
 
 check-qtest: qemu
-	ninja -C $(QEMU_BUILD) $(QTESTS:%=tests/qtest/%)
+	@set -o pipefail; ninja -C $(QEMU_BUILD) $(QTESTS:%=tests/qtest/%) 2>&1 | \
+	    tee $(BUILD)/qtest-build.log
+	@! grep -E '$(OUR_QEMU_FILES)[^ :]*:[0-9]+:[0-9]+: warning' \
+	    $(BUILD)/qtest-build.log || \
+	    { echo "make: warnings in our code are errors (above)"; exit 1; }
 	cd $(QEMU_BUILD) && /usr/bin/meson test --no-rebuild --print-errorlogs \
 	    $(QTESTS:%=qtest-x86_64/%)
 
