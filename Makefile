@@ -36,7 +36,7 @@ OUR_QEMU_FILES := (hw/rnic|rnic-core|qtest/rnic|libqos/rnic)
 QTESTS     := rnic-test rnic-cm-test rnic-dp-test rnic-peer-test \
               device-introspect-test
 
-.PHONY: all core qemu check check-unit check-unit-san check-qtest run clean \
+.PHONY: all core qemu check check-unit check-unit-san check-qtest run lint clean \
         distclean need-configure
 
 all: core qemu
@@ -102,6 +102,13 @@ run: qemu
 	@(sleep 2; printf 'info pci\nquit\n') | $(QEMU_BIN) -M q35 -accel tcg \
 	    -nodefaults -display none -device rnic -monitor stdio 2>&1 | \
 	    grep -v -e '^(qemu)' -e '^QEMU .* monitor'
+
+# QEMU's checkpatch on our files that live in QEMU's tree.
+LINT_QEMU := $(wildcard hw/rnic/*.[ch] tests/qtest/rnic*.c tests/qtest/libqos/rnic.[ch])
+lint: need-configure
+	@for f in $(LINT_QEMU); do \
+	    perl $(QEMU_SRC)/scripts/checkpatch.pl --no-tree -q -f $$f || exit 1; \
+	done; echo "lint: QEMU checkpatch clean on $(words $(LINT_QEMU)) files"
 
 include mk/e2e.mk
 

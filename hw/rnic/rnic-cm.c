@@ -182,7 +182,8 @@ static RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator)
     c->fd = fd;
     c->initiator = initiator;
     /* A generation in the high bits keeps stale ids from matching. */
-    c->id = (uint32_t)++s->conn_gen << 16 | (i + 1);
+    s->conn_gen++;
+    c->id = (uint32_t)s->conn_gen << 16 | (i + 1);
     s->conns[i] = c;
     qemu_socket_set_nonblock(fd);
     socket_set_nodelay(fd);
@@ -207,8 +208,10 @@ void rnic_conn_free(RnicConn *c)
 static void rnic_conn_read(void *opaque);
 static void rnic_conn_write(void *opaque);
 
-/* Reads while the MPA exchange needs the peer's bytes; writes while there
- * is something to write. */
+/*
+ * Reads while the MPA exchange needs the peer's bytes; writes while there
+ * is something to write.
+ */
 static void rnic_conn_update_handlers(RnicConn *c)
 {
     bool rd = c->state == RNIC_CONN_WAIT_REPLY ||
@@ -285,8 +288,7 @@ static void rnic_conn_adopt(RnicConn *c)
     rnic_dp_pump(c);    /* last: it may close the connection */
 }
 
-/* The LLP connection is gone, or we close it: the QP learns, then the
- * guest. */
+/* The LLP connection is gone, or we close it: the QP learns, then the guest. */
 void rnic_conn_closed(RnicConn *c, bool abortive)
 {
     RnicState *s = c->s;

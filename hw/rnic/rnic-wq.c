@@ -262,33 +262,6 @@ static void rnic_wq_reject(RnicState *s, RnicQp *qp, RnicCq *cq,
     }
 }
 
-static void rnic_wq_fetch_sq(RnicState *s, RnicQp *qp)
-{
-    uint32_t n = 1u << qp->sq_log;
-
-    while (qp->sq_fetched != qp->sq_prod) {
-        uint64_t addr = qp->sq_ring + (uint64_t)(qp->sq_fetched & (n - 1)) *
-                        RNIC_SQ_WQE_SIZE;
-        struct rnic_sq_wqe w;
-        struct rnic_send_wr wr;
-        int ret;
-
-        if (pci_dma_read(PCI_DEVICE(s), addr, &w, sizeof(w))) {
-            rnic_wq_guest_error(s, qp, "SQ", qp->sq_fetched,
-                                "entry not readable by DMA");
-            rnic_wq_reject(s, qp, qp->scq, 0, false);
-        } else if (!rnic_send_wr_from_hw(&w, &wr)) {
-            rnic_wq_guest_error(s, qp, "SQ", qp->sq_fetched,
-                                "bad opcode, flags or SGE count");
-            rnic_wq_reject(s, qp, qp->scq, le64_to_cpu(w.wr_id), false);
-        } else if ((ret = rnic_qp_post_send(qp->core, &wr)) != 0) {
-            rnic_wq_guest_error(s, qp, "SQ", qp->sq_fetched, strerror(-ret));
-            rnic_wq_reject(s, qp, qp->scq, wr.wr_id, false);
-        }
-        qp->sq_fetched++;
-    }
-}
-
 /* One receive entry to the core; links its STag for invalidate-on-use. */
 static int rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
                              struct rnic_qp *core, struct rnic_srq *srq)
@@ -310,25 +283,59 @@ static int rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
     return ret;
 }
 
-static void rnic_wq_fetch_rq(RnicState *s, RnicQp *qp)
+/* One send queue entry to the core: NULL, or why it was refused. */
+static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp, uint64_t addr,
+                                     uint64_t *wr_id)
 {
-    uint32_t n = 1u << qp->rq_log;
+    struct rnic_sq_wqe w;
+    struct rnic_send_wr wr;
+    int ret;
 
-    while (qp->rq_fetched != qp->rq_prod) {
-        uint64_t addr = qp->rq_ring + (uint64_t)(qp->rq_fetched & (n - 1)) *
-                        RNIC_RQ_WQE_SIZE;
-        struct rnic_rq_wqe w;
-        int ret;
+    if (pci_dma_read(PCI_DEVICE(s), addr, &w, sizeof(w))) {
+        return "entry not readable by DMA";
+    }
+    *wr_id = le64_to_cpu(w.wr_id);
+    if (!rnic_send_wr_from_hw(&w, &wr)) {
+        return "bad opcode, flags or SGE count";
+    }
+    ret = rnic_qp_post_send(qp->core, &wr);
+    return ret ? strerror(-ret) : NULL;
+}
 
-        if (pci_dma_read(PCI_DEVICE(s), addr, &w, sizeof(w))) {
-            rnic_wq_guest_error(s, qp, "RQ", qp->rq_fetched,
-                                "entry not readable by DMA");
-            rnic_wq_reject(s, qp, qp->rcq, 0, true);
-        } else if ((ret = rnic_post_recv_hw(s, &w, qp->core, NULL)) != 0) {
-            rnic_wq_guest_error(s, qp, "RQ", qp->rq_fetched, strerror(-ret));
-            rnic_wq_reject(s, qp, qp->rcq, le64_to_cpu(w.wr_id), true);
+/* One receive queue entry to the core: NULL, or why it was refused. */
+static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp, uint64_t addr,
+                                     uint64_t *wr_id)
+{
+    struct rnic_rq_wqe w;
+    int ret;
+
+    if (pci_dma_read(PCI_DEVICE(s), addr, &w, sizeof(w))) {
+        return "entry not readable by DMA";
+    }
+    *wr_id = le64_to_cpu(w.wr_id);
+    ret = rnic_post_recv_hw(s, &w, qp->core, NULL);
+    return ret ? strerror(-ret) : NULL;
+}
+
+/* Takes a QP's new entries up to the last doorbell, in ring order. */
+static void rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv)
+{
+    uint16_t *fetched = recv ? &qp->rq_fetched : &qp->sq_fetched;
+    uint16_t prod = recv ? qp->rq_prod : qp->sq_prod;
+    uint32_t mask = (1u << (recv ? qp->rq_log : qp->sq_log)) - 1;
+    uint64_t ring = recv ? qp->rq_ring : qp->sq_ring;
+
+    for (; *fetched != prod; (*fetched)++) {
+        uint64_t addr = ring + (uint64_t)(*fetched & mask) *
+                        (recv ? RNIC_RQ_WQE_SIZE : RNIC_SQ_WQE_SIZE);
+        uint64_t wr_id = 0;
+        const char *why = recv ? rnic_wq_take_recv(s, qp, addr, &wr_id)
+                               : rnic_wq_take_send(s, qp, addr, &wr_id);
+
+        if (why) {
+            rnic_wq_guest_error(s, qp, recv ? "RQ" : "SQ", *fetched, why);
+            rnic_wq_reject(s, qp, recv ? qp->rcq : qp->scq, wr_id, recv);
         }
-        qp->rq_fetched++;
     }
 }
 
@@ -360,8 +367,8 @@ void rnic_wq_run(void *opaque)
     while ((qp = QTAILQ_FIRST(&s->kicked))) {
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
         qp->kicked = false;
-        rnic_wq_fetch_rq(s, qp);
-        rnic_wq_fetch_sq(s, qp);
+        rnic_wq_fetch(s, qp, true);
+        rnic_wq_fetch(s, qp, false);
         if (qp->conn && qp->conn->ep) {
             rnic_dp_pump(qp->conn);
         }

@@ -273,8 +273,10 @@ static void test_write_read(void)
     };
     post_send(&a, &w);
     side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 0x7001, &e);
-    /* A Write completes at the sender only; wait for the bytes to land
-     * by reading them back with an RDMA Read into a's second half. */
+    /*
+     * A Write completes at the sender only; wait for the bytes to land
+     * by reading them back with an RDMA Read into a's second half.
+     */
     w = (struct rnic_sq_wqe) {
         .wr_id = cpu_to_le64(0x7002),
         .opcode = RNIC_WQE_READ,
@@ -403,8 +405,10 @@ static void test_send_with_invalidate(void)
             g_assert_cmpuint(got[i], ==, 0x55);
         }
     }
-    /* iWARP Writes are not acknowledged: a's Write completed when sent; the
-     * Terminate then ends a's QP and later work is flushed. */
+    /*
+     * iWARP Writes are not acknowledged: a's Write completed when sent; the
+     * Terminate then ends a's QP and later work is flushed.
+     */
     side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 0xa002, &e);
     g_assert_cmpuint(rnic_query_qp_state(&a.t, a.qp.qpn), >=,
                      RNIC_QPS_TERMINATE);

@@ -240,8 +240,8 @@ static void test_mr_mw(void)
         .key = 0x12,
     };
     cmd = rnic_cmd_ok(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw));
-    g_assert_cmphex(le32_to_cpu(((struct rnic_cmd_bind_mw *)cmd.u.raw)->new_stag),
-                    ==, (mw & ~0xffu) | 0x12);
+    bw = *(struct rnic_cmd_bind_mw *)cmd.u.raw;
+    g_assert_cmphex(le32_to_cpu(bw.new_stag), ==, (mw & ~0xffu) | 0x12);
     /* A range outside the region is refused. */
     bw.mw_stag = cpu_to_le32((mw & ~0xffu) | 0x12);
     bw.key = 0x13;
@@ -583,7 +583,8 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/cmd/unreadable-ring", test_unreadable_cmdq_is_fatal);
     qtest_add_func("/rnic/verbs/pd", test_pd);
     qtest_add_func("/rnic/verbs/mr-mw", test_mr_mw);
-    qtest_add_func("/rnic/verbs/reg-mr-bad-page-list", test_reg_mr_bad_page_list);
+    qtest_add_func("/rnic/verbs/reg-mr-bad-page-list",
+                   test_reg_mr_bad_page_list);
     qtest_add_func("/rnic/verbs/cq-qp", test_cq_qp_lifecycle);
     qtest_add_func("/rnic/wq/flush", test_flush_to_guest_cq);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);

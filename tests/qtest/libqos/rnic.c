@@ -181,7 +181,8 @@ struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
     }
     qtest_memread(t->qts, slot, &cmd, sizeof(cmd));
     g_assert_cmpuint(rnic_rd(t, RNIC_REG_CMDQ_CONS), ==, t->cmd_prod);
-    g_assert_cmphex(le32_to_cpu(cmd.cookie), ==, 0xc0ffee00 | (t->cmd_prod - 1));
+    g_assert_cmphex(le32_to_cpu(cmd.cookie), ==,
+                    0xc0ffee00 | (t->cmd_prod - 1));
     return cmd;
 }
 
