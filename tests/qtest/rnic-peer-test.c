@@ -427,6 +427,52 @@ static void test_crc(void)
 }
 
 /*
+ * A receive buffer with a linked STag: when the peer's Send consumes the
+ * buffer, the device invalidates the STag, and a later Write to it is
+ * refused with a Terminate and not placed.
+ */
+static void test_recv_linked_stag(void)
+{
+    struct rnic_rq_wqe w = {
+        .wr_id = cpu_to_le64(0x99),
+        .num_sge = 1,
+        .sge[0] = {
+            .addr = cpu_to_le64(IOVA + 8192),
+            .length = cpu_to_le32(64),
+        },
+    };
+    struct rnic_cq_entry e;
+    uint8_t u[64];
+    size_t h;
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+
+    w.sge[0].stag = cpu_to_le32(stag);
+    w.linked_stag = cpu_to_le32(stag);
+    rnic_post_recv(&p.t, &p.qp, &w);
+    rnic_settle(&p.t);
+    /* Still valid while the buffer waits: a Write lands. */
+    rdma_write(&p, stag, IOVA, "before", 6);
+    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    memcpy(u + h, "msg", 3);
+    send_fpdu(&p, u, h + 3);
+    for (int i = 0; i < 1000 &&
+         !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
+        g_usleep(1000);
+        rnic_settle(&p.t);
+    }
+    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x99);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+    g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 3);
+    /* The buffer was consumed: its STag is gone. */
+    rdma_write(&p, stag, IOVA + 100, "after", 5);
+    expect_terminate(&p, DDP_TAGGED, 0x00);
+    assert_untouched(&p, 100, 5);
+    peer_stop(&p);
+}
+
+/*
  * Backpressure: the peer stops reading, so the device can hand no more to
  * the socket and its RDMA Writes stop completing; nothing is lost, and
  * once the peer reads again, every Write completes.
@@ -500,5 +546,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/terminate-received", test_terminate_received);
     qtest_add_func("/rnic/peer/crc", test_crc);
     qtest_add_func("/rnic/peer/backpressure", test_backpressure);
+    qtest_add_func("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
     return g_test_run();
 }
