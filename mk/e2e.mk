@@ -7,11 +7,11 @@
 
 E2E_DIR := tests/e2e
 
-.PHONY: e2e-prep e2e check-e2e guest-driver
+.PHONY: e2e-prep e2e check-e2e guest-driver demo
 
 # The scenarios `make check` runs: those that fit CI's time and do not
 # depend on a reference peer's timing.
-E2E_CHECK := driver-probe.sh
+E2E_CHECK := driver-probe.sh rnic-rnic.sh
 
 # Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.
 e2e-prep:
@@ -27,3 +27,8 @@ check-e2e: qemu e2e-prep
 # rnic.ko against the headers of the kernel the guests run.
 guest-driver:
 	$(MAKE) -C guest-driver/linux KDIR=$$(bash $(E2E_DIR)/prep.sh --kdir)
+
+# Two guests with -device rnic doing RDMA through rnic.ko and rnic-tool,
+# told in a few lines: operations, bytes, bandwidth, latency.
+demo: qemu e2e-prep
+	bash $(E2E_DIR)/demo.sh

@@ -5,14 +5,20 @@
  * rnic_main.c binds the PCI function, brings the device up and down and
  * keeps the rings' DMA memory; rnic_cmd.c owns the command queue,
  * rnic_eq.c the event queue.  Both
- * queues are signalled on MSI-X vector RNIC_MSIX_VEC_ADMIN.
+ * queues are signalled on MSI-X vector RNIC_MSIX_VEC_ADMIN.  rnic_uverbs.c
+ * is the character device /dev/rnicN through which user programs own PDs,
+ * MRs, CQs, QPs, listeners and connections (guest-driver/rnic-uapi.h).
  */
 #ifndef RNIC_DRV_H
 #define RNIC_DRV_H
 
 #include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
 #include <rnic/rnic-abi.h>
 
 #define RNIC_DRV_NAME		"rnic"
@@ -45,6 +51,25 @@ struct rnic_dev {
 	struct rnic_cmdq cmdq;
 	struct rnic_eq eq;
 	struct rnic_device_attr attr;	/* from QUERY_DEVICE, little-endian */
+
+	/* The character device and the open files (rnic_uverbs.c). */
+	struct kref ref;		/* probe, and each open file */
+	int index;			/* N of /dev/rnicN */
+	char name[16];
+	struct miscdevice misc;
+	bool misc_registered;
+	bool dead;			/* removed, or FATAL: no more commands */
+	struct mutex ctxs_lock;		/* ctxs */
+	struct list_head ctxs;
+	/*
+	 * Which open file owns a QP, CQ, listener or connection, for events
+	 * routed from the admin interrupt.  Lookups under route_lock; a file
+	 * that goes away takes route_lock once after erasing its entries.
+	 */
+	spinlock_t route_lock;
+	struct xarray qp_owner, cq_owner, lis_owner, conn_owner;
+	wait_queue_head_t cq_wait;	/* any CQ vector fired */
+	atomic_t next_vector;		/* CQ vectors, round robin */
 };
 
 static inline u32 rnic_read(struct rnic_dev *rdev, u32 reg)
@@ -75,10 +100,18 @@ void rnic_cmdq_destroy(struct rnic_dev *rdev);
 void rnic_cmdq_irq(struct rnic_dev *rdev);
 void rnic_cmdq_abort(struct rnic_dev *rdev);
 int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd);
+/* The same without logging the device's refusals: for user requests. */
+int rnic_cmd_exec_quiet(struct rnic_dev *rdev, struct rnic_cmd *cmd);
 const char *rnic_cmd_status_name(u16 status);
 
 int rnic_eq_create(struct rnic_dev *rdev);
 void rnic_eq_destroy(struct rnic_dev *rdev);
 void rnic_eq_irq(struct rnic_dev *rdev);
+
+int rnic_uverbs_init(struct rnic_dev *rdev);
+void rnic_uverbs_unplug(struct rnic_dev *rdev);
+void rnic_uverbs_release_all(struct rnic_dev *rdev);
+void rnic_uverbs_event(struct rnic_dev *rdev, const struct rnic_event *ev);
+void rnic_dev_put(struct rnic_dev *rdev);
 
 #endif /* RNIC_DRV_H */

@@ -106,7 +106,8 @@ void rnic_cmdq_abort(struct rnic_dev *rdev)
  * device's outputs, back into it.  Returns 0, a negative errno for the
  * device's status, or -ETIMEDOUT.
  */
-int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd)
+static int __rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd,
+			   bool quiet)
 {
 	struct rnic_cmdq *cq = &rdev->cmdq;
 	struct rnic_cmd *slot;
@@ -146,10 +147,23 @@ int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd)
 	memcpy(cmd, slot, sizeof(*cmd));
 	err = READ_ONCE(cq->dead) && status == RNIC_CMD_STATUS_PENDING ?
 	      -EIO : rnic_cmd_errno(status);
-	if (err)
+	if (err && !quiet)
 		dev_err(&rdev->pdev->dev, "command 0x%02x failed: %s (0x%04x)\n",
+			cmd->opcode, rnic_cmd_status_name(status), status);
+	else if (err)
+		dev_dbg(&rdev->pdev->dev, "command 0x%02x failed: %s (0x%04x)\n",
 			cmd->opcode, rnic_cmd_status_name(status), status);
 out:
 	mutex_unlock(&cq->lock);
 	return err;
+}
+
+int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd)
+{
+	return __rnic_cmd_exec(rdev, cmd, false);
+}
+
+int rnic_cmd_exec_quiet(struct rnic_dev *rdev, struct rnic_cmd *cmd)
+{
+	return __rnic_cmd_exec(rdev, cmd, true);
 }

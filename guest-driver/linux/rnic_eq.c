@@ -46,7 +46,7 @@ void rnic_eq_destroy(struct rnic_dev *rdev)
 	rnic_ring_free(rdev, &rdev->eq.ring);
 }
 
-/* Nothing consumes connection or QP events yet: they are only logged. */
+/* Events go to the open file that owns their object (rnic_uverbs.c). */
 static void rnic_eq_handle(struct rnic_dev *rdev, const struct rnic_event *ev)
 {
 	struct device *dev = &rdev->pdev->dev;
@@ -57,11 +57,13 @@ static void rnic_eq_handle(struct rnic_dev *rdev, const struct rnic_event *ev)
 		dev_err(dev, "FATAL event: %s (0x%04x); command queue stopped\n",
 			rnic_cmd_status_name(arg0), arg0);
 		rnic_cmdq_abort(rdev);
-		return;
+	} else {
+		dev_dbg(dev, "event %s (0x%02x) id %u arg0 0x%x arg1 0x%x\n",
+			rnic_name(rnic_event_names,
+				  ARRAY_SIZE(rnic_event_names), ev->type),
+			ev->type, id, arg0, arg1);
 	}
-	dev_dbg(dev, "event %s (0x%02x) id %u arg0 0x%x arg1 0x%x\n",
-		rnic_name(rnic_event_names, ARRAY_SIZE(rnic_event_names),
-			  ev->type), ev->type, id, arg0, arg1);
+	rnic_uverbs_event(rdev, ev);
 }
 
 /* The phase the device writes on the pass the consumer index is in. */

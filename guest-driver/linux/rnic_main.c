@@ -53,6 +53,39 @@ static irqreturn_t rnic_admin_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+/* A CQ's vector: wake whoever sleeps in RNIC_IOC_POLL_CQ. */
+static irqreturn_t rnic_cq_irq(int irq, void *data)
+{
+	struct rnic_dev *rdev = data;
+
+	wake_up_all(&rdev->cq_wait);
+	return IRQ_HANDLED;
+}
+
+static int rnic_request_cq_irqs(struct rnic_dev *rdev)
+{
+	int v, err;
+
+	for (v = RNIC_MSIX_VEC_ADMIN + 1; v < RNIC_MSIX_VECTORS; v++) {
+		err = request_irq(pci_irq_vector(rdev->pdev, v), rnic_cq_irq, 0,
+				  RNIC_DRV_NAME "-cq", rdev);
+		if (err) {
+			while (--v > RNIC_MSIX_VEC_ADMIN)
+				free_irq(pci_irq_vector(rdev->pdev, v), rdev);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void rnic_free_cq_irqs(struct rnic_dev *rdev)
+{
+	int v;
+
+	for (v = RNIC_MSIX_VEC_ADMIN + 1; v < RNIC_MSIX_VECTORS; v++)
+		free_irq(pci_irq_vector(rdev->pdev, v), rdev);
+}
+
 static int rnic_check_identity(struct rnic_dev *rdev)
 {
 	struct device *dev = &rdev->pdev->dev;
@@ -144,8 +177,18 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	rdev = kzalloc(sizeof(*rdev), GFP_KERNEL);
 	if (!rdev)
 		return -ENOMEM;
-	rdev->pdev = pdev;
+	rdev->pdev = pci_dev_get(pdev);
 	pci_set_drvdata(pdev, rdev);
+	kref_init(&rdev->ref);
+	rdev->index = -1;
+	mutex_init(&rdev->ctxs_lock);
+	INIT_LIST_HEAD(&rdev->ctxs);
+	spin_lock_init(&rdev->route_lock);
+	xa_init_flags(&rdev->qp_owner, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&rdev->cq_owner, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&rdev->lis_owner, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&rdev->conn_owner, XA_FLAGS_LOCK_IRQ);
+	init_waitqueue_head(&rdev->cq_wait);
 
 	err = pci_enable_device_mem(pdev);
 	if (err)
@@ -191,8 +234,16 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_enabled;
 	}
 	rnic_log_limits(rdev);
+	err = rnic_request_cq_irqs(rdev);
+	if (err)
+		goto err_enabled;
+	err = rnic_uverbs_init(rdev);
+	if (err)
+		goto err_cq_irqs;
 	return 0;
 
+err_cq_irqs:
+	rnic_free_cq_irqs(rdev);
 err_enabled:
 	rnic_disable(rdev);
 err_irq:
@@ -211,7 +262,8 @@ err_release:
 err_disable:
 	pci_disable_device(pdev);
 err_free:
-	kfree(rdev);
+	pci_set_drvdata(pdev, NULL);
+	rnic_dev_put(rdev);
 	return err;
 }
 
@@ -219,8 +271,12 @@ static void rnic_remove(struct pci_dev *pdev)
 {
 	struct rnic_dev *rdev = pci_get_drvdata(pdev);
 
+	/* No new files; open ones fail from now on. */
+	rnic_uverbs_unplug(rdev);
 	/* Stop the device before the memory it writes to goes away. */
 	rnic_disable(rdev);
+	rnic_uverbs_release_all(rdev);
+	rnic_free_cq_irqs(rdev);
 	free_irq(pci_irq_vector(pdev, RNIC_MSIX_VEC_ADMIN), rdev);
 	rnic_eq_destroy(rdev);
 	rnic_cmdq_destroy(rdev);
@@ -229,8 +285,10 @@ static void rnic_remove(struct pci_dev *pdev)
 	pci_clear_master(pdev);
 	pci_release_region(pdev, RNIC_BAR_REGS);
 	pci_disable_device(pdev);
-	kfree(rdev);
 	dev_info(&pdev->dev, "removed\n");
+	pci_set_drvdata(pdev, NULL);
+	/* Files still open keep the structure until they are closed. */
+	rnic_dev_put(rdev);
 }
 
 /* No DMA into memory the next kernel (kexec) or the firmware owns. */

@@ -10,18 +10,12 @@
 e2e_prep
 
 initrd=$E2E_OUT/siw-siw.cpio.gz
-e2e_initramfs "$initrd" -m virtio_pci -m virtio_net -m rdma_ucm \
-    -k "$E2E_SIW_KO" -f /usr/bin/rping -f /usr/bin/rdma \
-    -f /etc/libibverbs.d/siw.driver \
-    -f /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so <<'GUEST'
+e2e_siw_initramfs "$initrd" <<'GUEST'
 role=$(e2e_arg role)
 me=$(e2e_arg ip)
 peer=$(e2e_arg peer)
 
-modprobe virtio_pci && modprobe virtio_net && modprobe siw &&
-    modprobe rdma_ucm || { e2e_fail modules "modprobe failed"; exit; }
-ip addr add "$me/24" dev eth0 && ip link set eth0 up
-e2e_check siw-link rdma link add siw0 type siw netdev eth0 || exit
+e2e_siw_up "$me" || exit
 rdma link show
 
 if [ "$role" = server ]; then

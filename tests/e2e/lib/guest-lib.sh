@@ -62,3 +62,38 @@ e2e_finish() {
     sync
     poweroff -f
 }
+
+# e2e_tool NAME MIN CMD...: runs a test program whose checks print lines
+# "PASS what" or "FAIL what" (rnic-tool).  Its output goes to the console
+# and to /tmp/NAME.out; each such line becomes an E2E-PASS / E2E-FAIL
+# marker.  It fails unless CMD exits 0 with at least MIN PASS lines.
+e2e_tool() {
+    local name=$1 min=$2
+    shift 2
+    "$@" >"/tmp/$name.out" 2>&1
+    e2e_tool_judge "$name" "$min" $? "$*"
+}
+
+# e2e_tool_judge NAME MIN STATUS [CMD]: the same for a program that ran
+# in the background with its output in /tmp/NAME.out.
+e2e_tool_judge() {
+    local name=$1 min=$2 rc=$3 n=0 line
+    while IFS= read -r line; do
+        case $line in
+        "PASS "*) e2e_pass "$name: ${line#PASS }"; n=$((n + 1)) ;;
+        "FAIL "*) e2e_fail "$name" "${line#FAIL }" ;;
+        *) echo "$line" ;;
+        esac
+    done <"/tmp/$name.out"
+    [ "$rc" -eq 0 ] || e2e_fail "$name" "'${4:-$name}' exited with status $rc"
+    [ $n -ge "$min" ] || e2e_fail "$name" "$n checks passed, expected $min"
+    [ "$rc" -eq 0 ] && [ $n -ge "$min" ]
+}
+
+# siw guests: eth0 with ADDR/24, then a siw device on it.
+e2e_siw_up() {
+    modprobe virtio_pci && modprobe virtio_net && modprobe siw &&
+        modprobe rdma_ucm || { e2e_fail modules "modprobe failed"; return 1; }
+    ip addr add "$1/24" dev eth0 && ip link set eth0 up
+    e2e_check siw-link rdma link add siw0 type siw netdev eth0
+}

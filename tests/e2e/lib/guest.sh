@@ -86,3 +86,17 @@ e2e_wait_listen() {
     done
     e2e_die "nothing listens on 127.0.0.1:$port"
 }
+
+# Waits until guest NAME printed a line starting with MARKER on its
+# console (a server that is ready), at most SECONDS.
+e2e_wait_marker() {
+    local name=$1 marker=$2 secs=${3:-120} _
+    for _ in $(seq $((secs * 5))); do
+        tr -d '\r' <"$E2E_LOGS/$name.log" 2>/dev/null | grep -q "^$marker" &&
+            return 0
+        kill -0 "${E2E_GUEST_PID[$name]}" 2>/dev/null ||
+            e2e_die "$name ended before printing $marker"
+        sleep 0.2
+    done
+    e2e_die "$name: no $marker after ${secs}s"
+}

@@ -10,6 +10,7 @@
 #     -k  an out-of-tree module (installed under extra/)
 #     -f  a file of $E2E_USERLAND, by its path inside that root; with its
 #         shared libraries when it is an ELF file (programs, plugins)
+#     -b  a statically linked program built here, installed in /usr/bin
 # TEST, on standard input, is the guest's test: busybox sh run by /init
 # after guest-lib.sh has set the guest up (e2e_setup).
 #
@@ -63,7 +64,7 @@ e2e_initramfs() {
         '. /lib/e2e/test.sh' >"$stage/init"
     chmod 0755 "$stage/init"
 
-    while getopts m:k:f: opt; do
+    while getopts m:k:f:b: opt; do
         arg=$OPTARG
         case $opt in
         m) mods+=("$arg") ;;
@@ -72,6 +73,7 @@ e2e_initramfs() {
            for name in $(modinfo -F depends "$arg" | tr ',' ' '); do
                mods+=("$name")
            done ;;
+        b) e2e_stage_file "$stage" "$arg" "usr/bin/$(basename "$arg")" ;;
         f) e2e_stage_file "$stage" "$E2E_USERLAND$arg" "$arg"
            [ "$(head -c 4 "$E2E_USERLAND$arg" | tail -c 3)" != ELF ] ||
                e2e_stage_libs "$stage" "$E2E_USERLAND$arg" ;;

@@ -18,3 +18,13 @@ e2e_siw_build() {
     make -s -C "$E2E_KDIR" M="$dir" CONFIG_RDMA_SIW=m modules >&2
     [ -f "$E2E_SIW_KO" ] || e2e_die "siw.ko did not build in $dir"
 }
+
+# A siw guest's initramfs: virtio-net, siw.ko, rdma_ucm, rdma-core's rping
+# and the siw provider; the test on standard input.  Its /init can call
+# e2e_siw_up ADDR (guest-lib.sh) to bring eth0 and siw0 up.
+e2e_siw_initramfs() {
+    e2e_initramfs "$1" -m virtio_pci -m virtio_net -m rdma_ucm \
+        -k "$E2E_SIW_KO" -f /usr/bin/rping -f /usr/bin/rdma \
+        -f /etc/libibverbs.d/siw.driver \
+        -f /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so
+}
