@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The endpoint's state, shared by engine.c, tx.c, rx.c, rx_untagged.c and
- * term.c only.
+ * The endpoint's state, shared by engine.c, tx.c, tx_frame.c, rx.c,
+ * rx_untagged.c and term.c only.
  */
 #ifndef RNIC_ENGINE_INTERNAL_H
 #define RNIC_ENGINE_INTERNAL_H
@@ -42,12 +42,28 @@ struct rnic_tx_msg {
     uint32_t off;               /* of those, framed so far */
 };
 
-/* The FPDU being written to the socket. */
+/* What finishes when the last octet of an FPDU has been sent. */
+enum rnic_tx_done {
+    RNIC_TX_DONE_NONE,
+    RNIC_TX_DONE_WR,            /* the send WR of its message completes */
+    RNIC_TX_DONE_READ_RESP,     /* a one-shot source STag is used up */
+};
+
+/*
+ * One framed FPDU in flight (an entry of the endpoint's ring).  Its iovecs
+ * point into this struct and into guest memory it keeps mapped, so that
+ * an entry stays put until its last octet is sent or it is dropped.
+ */
 struct rnic_tx_fpdu {
-    bool active;
-    bool last;                  /* its message ends with it */
+    uint32_t pos;               /* ftx.pos before it was framed */
     size_t sent;
-    uint8_t hdr[RNIC_EP_CTL_MAX];
+    enum rnic_tx_done done;
+    struct rnic_send_wr *wr;    /* RNIC_TX_DONE_WR */
+    uint32_t src_stag;          /* RNIC_TX_DONE_READ_RESP */
+    bool term;                  /* our Terminate */
+    bool bounced;               /* its payload is in ep->bounce */
+    /* ULPDU_LENGTH, then the DDP header and RDMAP body: one iovec */
+    uint8_t hdr[RNIC_MPA_HDR_LEN + RNIC_EP_CTL_MAX];
     struct rnic_mem_iov map[RNIC_EP_TX_MAPS];
     size_t nmap;
     struct rnic_fpdu_out out;
@@ -91,8 +107,15 @@ struct rnic_ep {
     /* TX */
     struct rnic_fpdu_tx ftx;
     struct rnic_tx_msg msg;
-    struct rnic_tx_fpdu fp;
+    /* FPDUs framed and not yet sent whole, oldest first (only the oldest
+     * may be partly sent); RNIC_EP_TX_BATCH_FPDUS entries. */
+    struct rnic_tx_fpdu *ring;
+    uint32_t ring_head;
+    uint32_t ring_count;
+    uint32_t offered;           /* of those, handed out since the advance */
+    unsigned cuts;              /* times FPDUs were dropped unsent */
     uint8_t *bounce;            /* payload when it cannot be mapped */
+    bool bounce_busy;           /* an FPDU in the ring uses it */
     uint32_t atomic_tx_id;      /* req_id of the next Atomic Request */
 
     /* RX */
@@ -126,8 +149,22 @@ void rnic_ep_fail(struct rnic_ep *ep, struct rnic_term_code code,
 bool rnic_ep_sending_allowed(const struct rnic_ep *ep);
 
 /* tx.c */
+/* Frames one more FPDU into the ring; false if there is none to send now. */
+bool rnic_tx_build_next(struct rnic_ep *ep);
+
+/* tx_frame.c: the FPDUs in flight */
 void rnic_tx_abandon(struct rnic_ep *ep);
 void rnic_tx_release(struct rnic_ep *ep);
+void rnic_tx_unmap(struct rnic_ep *ep, struct rnic_tx_fpdu *d);
+/* Drops the FPDUs no one may be writing yet. */
+void rnic_tx_trim(struct rnic_ep *ep);
+/* A Read Response in the ring has still to use up its source STag. */
+bool rnic_tx_read_resp_pending(struct rnic_ep *ep);
+/* The next free ring entry, made empty. */
+struct rnic_tx_fpdu *rnic_tx_fpdu_new(struct rnic_ep *ep);
+/* Frames the ULPDU @ulpdu (@cnt pieces) into FPDU @d and queues it. */
+void rnic_tx_frame(struct rnic_ep *ep, struct rnic_tx_fpdu *d,
+                   struct iovec *ulpdu, int cnt);
 
 /* rx.c / rx_untagged.c */
 struct rnic_rx_seg {

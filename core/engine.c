@@ -74,7 +74,9 @@ struct rnic_ep *rnic_ep_new(const struct rnic_ep_params *p)
     ep->bounce = malloc(RNIC_MPA_ULPDU_MAX);
     ep->rx_buf = malloc(RNIC_MPA_ULPDU_MAX + 4);
     ep->resp = calloc(nresp, sizeof(*ep->resp));
-    if (!ep->bounce || !ep->rx_buf || !ep->resp || ep_adopt(ep) < 0) {
+    ep->ring = calloc(RNIC_EP_TX_BATCH_FPDUS, sizeof(*ep->ring));
+    if (!ep->bounce || !ep->rx_buf || !ep->resp || !ep->ring ||
+        ep_adopt(ep) < 0) {
         rnic_ep_free(ep);
         return NULL;
     }
@@ -94,6 +96,7 @@ void rnic_ep_free(struct rnic_ep *ep)
     free(ep->bounce);
     free(ep->rx_buf);
     free(ep->resp);
+    free(ep->ring);
     free(ep);
 }
 

@@ -6,12 +6,19 @@
  * rnic_ep_tx_peek() what to write next, reporting with
  * rnic_ep_tx_advance() how much the socket took.
  *
- * TX sends one FPDU at a time (zero copy: the iovecs point into mapped
- * guest memory where the DMA layer can map, else into one bounce buffer
- * of the endpoint).  The next message is picked when the previous one is
- * done, in this order: a Terminate; the RTR message of RFC 6581; the
- * response to the oldest inbound Read or Atomic Request (IRD-limited);
- * the next SQ work request the QP releases (fence and ORD honoured).
+ * TX frames FPDUs zero copy (the iovecs point into mapped guest memory
+ * where the DMA layer can map, else into one bounce buffer of the
+ * endpoint) and hands out one FPDU per rnic_ep_tx_peek(), or several
+ * consecutive ones per rnic_ep_tx_peek_batch(), from a small ring
+ * allocated with the endpoint.  Messages are picked in this order: a
+ * Terminate; the RTR message of RFC 6581; the response to the oldest
+ * inbound Read or Atomic Request (IRD-limited); the next SQ work request
+ * the QP releases (fence and ORD honoured).  A message is picked behind
+ * FPDUs not yet sent only when starting it can neither fail nor complete
+ * anything (no local operation, no bad SGE, no Read Response still to use
+ * up its source STag); otherwise it waits until they are sent, as with
+ * one FPDU at a time.  A WR completes when the last octet of its last
+ * FPDU is advanced past.
  *
  * RX validates each DDP segment completely before placing any byte of
  * it, in the order of RFC 5041 section 7 / RFC 5040 section 7; on any
@@ -51,6 +58,14 @@
 #define RNIC_EP_EMSS_DEFAULT    1460
 /* Room for the largest control message: Terminate with both headers. */
 #define RNIC_EP_MULPDU_MIN      128
+/*
+ * At most this many FPDUs in flight, and so in one rnic_ep_tx_peek_batch()
+ * (a ring of about 5 KiB each per endpoint).  Unmarked FPDUs take about
+ * three iovecs each: 63 iovecs hold 21.
+ */
+#define RNIC_EP_TX_BATCH_FPDUS  24
+/* A batch adds no FPDU that would take it past this many octets. */
+#define RNIC_EP_TX_BATCH_BYTES  65536
 
 struct rnic_ep;
 
@@ -88,7 +103,7 @@ struct rnic_ep_params {
  * IDLE nor RTS, ORD/IRD above the QP's maxima) or memory is short.
  */
 struct rnic_ep *rnic_ep_new(const struct rnic_ep_params *p);
-/* Unmaps what the FPDU in flight still holds; the QP is left as it is. */
+/* Unmaps what the FPDUs in flight still hold; the QP is left as it is. */
 void rnic_ep_free(struct rnic_ep *ep);
 
 /* The largest ULPDU this endpoint sends. */
@@ -103,14 +118,36 @@ struct rnic_qp *rnic_ep_qp(const struct rnic_ep *ep);
 int rnic_ep_rx(struct rnic_ep *ep, const void *data, size_t len);
 
 /*
- * The unsent rest of the FPDU in flight, building the next one if none
- * is: up to @max iovecs in iov[], their count in *cnt, their total
- * returned (0: nothing to send now).  The iovecs stay valid until the
- * next rnic_ep_tx_advance() or rnic_ep_free().
+ * The unsent rest of the oldest FPDU in flight, building the next one if
+ * none is: up to @max iovecs in iov[], their count in *cnt, their total
+ * returned (0: nothing to send now).  When the FPDU needs more than @max
+ * iovecs only its first @max are returned.  The CRC of the FPDU is the
+ * last 4 octets of its last iovec.  The iovecs stay valid until the next
+ * rnic_ep_tx_advance() or rnic_ep_free().
  */
 size_t rnic_ep_tx_peek(struct rnic_ep *ep, struct iovec *iov, int max,
                        int *cnt);
-/* @sent octets of what tx_peek returned were written. */
+/*
+ * As rnic_ep_tx_peek(), followed by up to @max_fpdus - 1 further whole
+ * FPDUs in stream order (of the same message or the next ones), framed
+ * here as needed: each is added only if all its iovecs fit in @max and
+ * the total stays within RNIC_EP_TX_BATCH_BYTES; never more than
+ * RNIC_EP_TX_BATCH_FPDUS.  @max_fpdus < 2 is rnic_ep_tx_peek().  The CRC
+ * of each whole FPDU is the last 4 octets of that FPDU's last iovec, and
+ * each FPDU but the first begins at an iovec.
+ *
+ * When the QP leaves RTS/CLOSING or a Terminate is queued, the FPDUs
+ * framed ahead are dropped unsent, except those partly or wholly
+ * advanced past and those handed out since the last advance: these go
+ * out whole, then the Terminate.
+ */
+size_t rnic_ep_tx_peek_batch(struct rnic_ep *ep, struct iovec *iov, int max,
+                             int *cnt, int max_fpdus);
+/*
+ * @sent octets of what tx_peek returned were written; any amount, across
+ * FPDU boundaries.  Completions of the messages whose last octet is now
+ * sent are reported, in order; the Terminate's last octet calls term_sent.
+ */
 void rnic_ep_tx_advance(struct rnic_ep *ep, size_t sent);
 
 /*

@@ -3,6 +3,16 @@
  * The transmitter: picks the next outbound message, cuts it into DDP
  * segments of at most MULPDU octets and frames each as one FPDU whose
  * payload iovecs point straight into guest memory where it can be mapped.
+ *
+ * Framed FPDUs wait in a ring (ep->ring) until their last octet is
+ * advanced past; a batch peek frames ahead of the socket.  Framing ahead
+ * must not change what happens, only when: behind FPDUs in the ring
+ * nothing fails (a payload that cannot be gathered waits until the ring
+ * is empty, and is failed then), no local operation runs and nothing
+ * completes.
+ *
+ * This file builds the messages and their segments; tx_frame.c frames
+ * them into the ring, hands them out and retires them.
  */
 #include <errno.h>
 #include <string.h>
@@ -20,33 +30,11 @@ static bool wr_is_read_like(const struct rnic_send_wr *wr)
            wr->opcode == RNIC_WR_ATOMIC_CMP_SWAP;
 }
 
-/* ---- the FPDU in flight ---- */
-
-static void tx_unmap(struct rnic_ep *ep)
-{
-    if (ep->fp.nmap) {
-        rnic_mem_unmap(ep->dma, ep->fp.map, ep->fp.nmap, false, 0);
-        ep->fp.nmap = 0;
-    }
-}
-
-void rnic_tx_release(struct rnic_ep *ep)
-{
-    tx_unmap(ep);
-    ep->fp.active = false;
-}
-
-/* The FPDU in flight is finished regardless: the peer must see whole
- * FPDUs, even of a message that will never complete. */
-void rnic_tx_abandon(struct rnic_ep *ep)
-{
-    ep->msg.kind = RNIC_TX_IDLE;
-}
-
 /* ---- payload ---- */
 
 struct tx_gather {
     struct rnic_ep *ep;
+    struct rnic_tx_fpdu *d;
     size_t pos;                 /* octets gathered so far */
 };
 
@@ -88,13 +76,13 @@ static enum rnic_stag_status tx_walk(struct rnic_ep *ep, uint32_t off,
 static enum rnic_stag_status tx_map_piece(struct tx_gather *g,
                                           const struct rnic_mem_ref *ref)
 {
-    struct rnic_tx_fpdu *fp = &g->ep->fp;
+    struct rnic_tx_fpdu *d = g->d;
     enum rnic_stag_status st;
     size_t k;
 
-    st = rnic_mem_map(g->ep->dma, ref, false, fp->map + fp->nmap,
-                      RNIC_EP_TX_MAPS - fp->nmap, &k);
-    fp->nmap += k;
+    st = rnic_mem_map(g->ep->dma, ref, false, d->map + d->nmap,
+                      RNIC_EP_TX_MAPS - d->nmap, &k);
+    d->nmap += k;
     return st;
 }
 
@@ -108,29 +96,38 @@ static enum rnic_stag_status tx_copy_piece(struct tx_gather *g,
     return st;
 }
 
-/* Payload [m->off, m->off + n) as iovecs: mapped if it can be, else
- * copied into the bounce buffer.  Returns the iovec count, or -status. */
-static int tx_gather(struct rnic_ep *ep, uint32_t n, struct iovec *iov)
+/*
+ * Payload [m->off, m->off + n) of FPDU @d as iovecs: mapped if it can be,
+ * else copied into the bounce buffer.  Returns the iovec count, or 0 with
+ * the reason in *st (RNIC_STAG_OK: another FPDU holds the bounce buffer).
+ */
+static int tx_gather(struct rnic_ep *ep, struct rnic_tx_fpdu *d, uint32_t n,
+                     struct iovec *iov, enum rnic_stag_status *st)
 {
     struct rnic_tx_msg *m = &ep->msg;
-    struct tx_gather g = { .ep = ep };
-    enum rnic_stag_status st;
+    struct tx_gather g = { .ep = ep, .d = d };
 
     if (m->inline_data) {
         iov[0] = (struct iovec) { (void *)(m->inline_data + m->off), n };
         return 1;
     }
     if (tx_walk(ep, m->off, n, tx_map_piece, &g) == RNIC_STAG_OK) {
-        for (size_t i = 0; i < ep->fp.nmap; i++) {
-            iov[i] = (struct iovec) { ep->fp.map[i].base, ep->fp.map[i].len };
+        for (size_t i = 0; i < d->nmap; i++) {
+            iov[i] = (struct iovec) { d->map[i].base, d->map[i].len };
         }
-        return (int)ep->fp.nmap;
+        return (int)d->nmap;
     }
-    tx_unmap(ep);
-    st = tx_walk(ep, m->off, n, tx_copy_piece, &g);
-    if (st != RNIC_STAG_OK) {
-        return -(int)st;
+    rnic_tx_unmap(ep, d);
+    *st = RNIC_STAG_OK;
+    if (ep->bounce_busy) {
+        return 0;
     }
+    *st = tx_walk(ep, m->off, n, tx_copy_piece, &g);
+    if (*st != RNIC_STAG_OK) {
+        return 0;
+    }
+    d->bounced = true;
+    ep->bounce_busy = true;
     iov[0] = (struct iovec) { ep->bounce, n };
     return 1;
 }
@@ -188,9 +185,25 @@ static enum rnic_stag_status tx_check_sges(struct rnic_ep *ep,
     return RNIC_STAG_OK;
 }
 
+/* What fails a (non-local) WR before it starts: its local SGEs. */
+static enum rnic_stag_status tx_wr_check(struct rnic_ep *ep,
+                                         const struct rnic_send_wr *wr)
+{
+    if (wr->opcode == RNIC_WR_IMM_DATA || wr->opcode == RNIC_WR_IMM_DATA_SE) {
+        return RNIC_STAG_OK;
+    }
+    if (wr_is_read_like(wr)) {
+        return tx_check_sges(ep, wr->sge, wr->num_sge,
+                             RNIC_ACCESS_LOCAL_WRITE);
+    }
+    if (wr->flags & RNIC_WR_INLINE) {
+        return RNIC_STAG_OK;
+    }
+    return tx_check_sges(ep, wr->sge, wr->num_sge, RNIC_ACCESS_LOCAL_READ);
+}
+
 /* The payload of a Send or Write: inline data or local SGEs. */
-static enum rnic_stag_status tx_payload(struct rnic_ep *ep,
-                                        struct rnic_send_wr *wr)
+static void tx_payload(struct rnic_ep *ep, struct rnic_send_wr *wr)
 {
     struct rnic_tx_msg *m = &ep->msg;
 
@@ -198,7 +211,7 @@ static enum rnic_stag_status tx_payload(struct rnic_ep *ep,
     if (wr->flags & RNIC_WR_INLINE) {
         m->inline_data = wr->inline_data;
         m->len = wr->inline_len;
-        return RNIC_STAG_OK;
+        return;
     }
     m->sge = wr->sge;
     m->nsge = wr->num_sge;
@@ -206,11 +219,9 @@ static enum rnic_stag_status tx_payload(struct rnic_ep *ep,
     for (uint32_t i = 0; i < wr->num_sge; i++) {
         m->len += wr->sge[i].length;
     }
-    return tx_check_sges(ep, wr->sge, wr->num_sge, m->access);
 }
 
-static enum rnic_stag_status tx_start_send(struct rnic_ep *ep,
-                                           struct rnic_send_wr *wr)
+static void tx_start_send(struct rnic_ep *ep, struct rnic_send_wr *wr)
 {
     static const uint8_t opcode[RNIC_WR_OPCODE_COUNT] = {
         [RNIC_WR_SEND] = RNIC_RDMAP_SEND,
@@ -223,11 +234,10 @@ static enum rnic_stag_status tx_start_send(struct rnic_ep *ep,
     if (wr->opcode == RNIC_WR_SEND_INV || wr->opcode == RNIC_WR_SEND_SE_INV) {
         ep->msg.hdr.rsvd_ulp = wr->invalidate_stag;
     }
-    return tx_payload(ep, wr);
+    tx_payload(ep, wr);
 }
 
-static enum rnic_stag_status tx_start_imm(struct rnic_ep *ep,
-                                          struct rnic_send_wr *wr)
+static void tx_start_imm(struct rnic_ep *ep, struct rnic_send_wr *wr)
 {
     uint8_t op = wr->opcode == RNIC_WR_IMM_DATA_SE ? RNIC_RDMAP_IMM_DATA_SE
                                                    : RNIC_RDMAP_IMM_DATA;
@@ -237,11 +247,9 @@ static enum rnic_stag_status tx_start_imm(struct rnic_ep *ep,
     memset(ep->msg.ctl, 0, RNIC_RDMAP_IMM_DATA_LEN);
     rnic_st_be32(ep->msg.ctl + 4, wr->imm_data);
     ep->msg.ctl_len = RNIC_RDMAP_IMM_DATA_LEN;
-    return RNIC_STAG_OK;
 }
 
-static enum rnic_stag_status tx_start_read(struct rnic_ep *ep,
-                                           struct rnic_send_wr *wr)
+static void tx_start_read(struct rnic_ep *ep, struct rnic_send_wr *wr)
 {
     struct rnic_rdmap_read_req *rr = (void *)ep->msg.ctl;
     struct rnic_sge sink = wr->num_sge ? wr->sge[0] : (struct rnic_sge){ 0 };
@@ -254,11 +262,9 @@ static enum rnic_stag_status tx_start_read(struct rnic_ep *ep,
     rnic_st_be32(&rr->src_stag, wr->remote_stag);
     rnic_st_be64(&rr->src_to, wr->remote_to);
     ep->msg.ctl_len = sizeof(*rr);
-    return tx_check_sges(ep, wr->sge, wr->num_sge, RNIC_ACCESS_LOCAL_WRITE);
 }
 
-static enum rnic_stag_status tx_start_atomic(struct rnic_ep *ep,
-                                             struct rnic_send_wr *wr)
+static void tx_start_atomic(struct rnic_ep *ep, struct rnic_send_wr *wr)
 {
     struct rnic_rdmap_atomic_req *ar = (void *)ep->msg.ctl;
     bool cas = wr->opcode == RNIC_WR_ATOMIC_CMP_SWAP;
@@ -276,27 +282,31 @@ static enum rnic_stag_status tx_start_atomic(struct rnic_ep *ep,
     rnic_st_be64(&ar->compare, cas ? wr->atomic_add_or_compare : 0);
     rnic_st_be64(&ar->compare_mask, cas ? UINT64_MAX : 0);
     ep->msg.ctl_len = sizeof(*ar);
-    return tx_check_sges(ep, wr->sge, wr->num_sge, RNIC_ACCESS_LOCAL_WRITE);
 }
 
-static enum rnic_stag_status tx_start_wr(struct rnic_ep *ep,
-                                         struct rnic_send_wr *wr)
+/* Sets up a WR that passed tx_wr_check(). */
+static void tx_start_wr(struct rnic_ep *ep, struct rnic_send_wr *wr)
 {
     switch (wr->opcode) {
     case RNIC_WR_WRITE:
         tx_tagged(ep, RNIC_TX_SQ, RNIC_RDMAP_WRITE, wr->remote_stag,
                   wr->remote_to);
-        return tx_payload(ep, wr);
+        tx_payload(ep, wr);
+        break;
     case RNIC_WR_READ:
-        return tx_start_read(ep, wr);
+        tx_start_read(ep, wr);
+        break;
     case RNIC_WR_ATOMIC_FETCH_ADD:
     case RNIC_WR_ATOMIC_CMP_SWAP:
-        return tx_start_atomic(ep, wr);
+        tx_start_atomic(ep, wr);
+        break;
     case RNIC_WR_IMM_DATA:
     case RNIC_WR_IMM_DATA_SE:
-        return tx_start_imm(ep, wr);
+        tx_start_imm(ep, wr);
+        break;
     default:
-        return tx_start_send(ep, wr);
+        tx_start_send(ep, wr);
+        break;
     }
 }
 
@@ -357,14 +367,36 @@ static bool tx_start_sq(struct rnic_ep *ep)
             rnic_qp_sq_done(ep->qp, wr, RNIC_WC_SUCCESS);
             continue;
         }
-        st = tx_start_wr(ep, wr);
+        st = tx_wr_check(ep, wr);
         if (st == RNIC_STAG_OK) {
+            tx_start_wr(ep, wr);
             return true;
         }
         tx_wr_failed(ep, wr, rnic_term_local_status(st));
         return false;
     }
     return false;
+}
+
+/*
+ * Behind FPDUs not yet sent, the next SQ WR may start only if that can
+ * neither fail nor complete anything: no local operation, no bad SGE.
+ * (rnic_qp_sq_next() may still hold it back for fence or ORD.)
+ */
+static bool tx_sq_ready_ahead(struct rnic_ep *ep)
+{
+    struct rnic_qp *qp = ep->qp;
+    const struct rnic_send_wr *wr;
+
+    if (qp->sq.started == qp->sq.count) {
+        return false;
+    }
+    wr = &qp->sq.slots[rnic_ring_slot(qp->sq.head, qp->sq.started,
+                                      qp->attr.sq_depth)].wr;
+    if (wr->opcode == RNIC_WR_LOCAL_INV || wr->opcode == RNIC_WR_BIND_MW) {
+        return false;
+    }
+    return tx_wr_check(ep, wr) == RNIC_STAG_OK;
 }
 
 /* ---- responses and RTR ---- */
@@ -430,9 +462,11 @@ static void tx_start_rtr(struct rnic_ep *ep)
     }
 }
 
-static bool tx_pick(struct rnic_ep *ep)
+/* @ahead: FPDUs not yet sent are in the ring. */
+static bool tx_pick(struct rnic_ep *ep, bool ahead)
 {
-    if (!rnic_ep_sending_allowed(ep)) {
+    if (!rnic_ep_sending_allowed(ep) ||
+        (ahead && rnic_tx_read_resp_pending(ep))) {
         return false;
     }
     if (ep->rtr_tx) {
@@ -449,17 +483,10 @@ static bool tx_pick(struct rnic_ep *ep)
         tx_start_resp(ep);
         return true;
     }
-    return tx_start_sq(ep);
+    return (!ahead || tx_sq_ready_ahead(ep)) && tx_start_sq(ep);
 }
 
 /* ---- framing ---- */
-
-static void tx_frame(struct rnic_ep *ep, struct iovec *ulpdu, int cnt)
-{
-    rnic_fpdu_tx_frame(&ep->ftx, ulpdu, cnt, &ep->fp.out);
-    ep->fp.active = true;
-    ep->fp.sent = 0;
-}
 
 /* The Read Request a failing Read Response answers, for the Terminate. */
 static size_t tx_rebuild_read_req(const struct rnic_tx_msg *m, uint8_t *seg)
@@ -497,33 +524,61 @@ static void tx_payload_failed(struct rnic_ep *ep, enum rnic_stag_status st)
                  RNIC_QP_TERMINATE);
 }
 
-static bool tx_build_segment(struct rnic_ep *ep)
+/* The last segment of the message is framed: what its FPDU completes. */
+static void tx_msg_framed(struct rnic_ep *ep, struct rnic_tx_fpdu *d)
 {
     struct rnic_tx_msg *m = &ep->msg;
-    struct rnic_tx_fpdu *fp = &ep->fp;
+
+    if (m->kind == RNIC_TX_SQ && !wr_is_read_like(m->wr)) {
+        d->done = RNIC_TX_DONE_WR;
+        d->wr = m->wr;
+    } else if (m->kind == RNIC_TX_READ_RESP) {
+        d->done = RNIC_TX_DONE_READ_RESP;
+        d->src_stag = m->src.stag;
+    }
+    m->kind = RNIC_TX_IDLE;
+}
+
+enum tx_build {
+    TX_BUILT,
+    TX_WAIT,                    /* not now: FPDUs ahead must go first */
+    TX_FAILED,                  /* the message failed */
+};
+
+static enum tx_build tx_build_segment(struct rnic_ep *ep, bool ahead)
+{
+    struct rnic_tx_msg *m = &ep->msg;
+    struct rnic_tx_fpdu *d = rnic_tx_fpdu_new(ep);
     struct iovec ulpdu[RNIC_FPDU_TX_MAX_PIECES];
     size_t hlen = rnic_ddp_hdr_len(m->hdr.tagged);
+    uint8_t *h = d->hdr + RNIC_MPA_HDR_LEN;
     uint32_t n = min_u32(m->len - m->off,
                          ep->mulpdu - (uint32_t)(hlen + m->ctl_len));
+    enum rnic_stag_status st = RNIC_STAG_OK;
     int cnt = 0;
 
     if (n) {
-        cnt = tx_gather(ep, n, ulpdu + 1);
-        if (cnt < 0) {
-            tx_payload_failed(ep, (enum rnic_stag_status)-cnt);
-            return false;
+        cnt = tx_gather(ep, d, n, ulpdu + 1, &st);
+        if (!cnt && (ahead || st == RNIC_STAG_OK)) {
+            return TX_WAIT;
+        }
+        if (!cnt) {
+            tx_payload_failed(ep, st);
+            return TX_FAILED;
         }
     }
     m->hdr.last = m->off + n == m->len;
-    rnic_ddp_hdr_encode(&m->hdr, fp->hdr);
-    memcpy(fp->hdr + hlen, m->ctl, m->ctl_len);
-    ulpdu[0] = (struct iovec) { fp->hdr, hlen + m->ctl_len };
-    tx_frame(ep, ulpdu, cnt + 1);
-    fp->last = m->hdr.last;
+    rnic_ddp_hdr_encode(&m->hdr, h);
+    memcpy(h + hlen, m->ctl, m->ctl_len);
+    ulpdu[0] = (struct iovec) { h, hlen + m->ctl_len };
+    rnic_tx_frame(ep, d, ulpdu, cnt + 1);
     m->off += n;
     m->hdr.to += n;
     m->hdr.mo += n;
-    return true;
+    if (m->hdr.last) {
+        tx_msg_framed(ep, d);
+    }
+    return TX_BUILT;
 }
 
 static void tx_build_term(struct rnic_ep *ep)
@@ -534,95 +589,48 @@ static void tx_build_term(struct rnic_ep *ep)
         .qn = RNIC_DDP_QN_TERMINATE,
         .msn = ep->qp->tx_msn[RNIC_DDP_QN_TERMINATE]++,
     };
-    size_t len = rnic_ddp_hdr_encode(&h, ep->fp.hdr);
+    struct rnic_tx_fpdu *d = rnic_tx_fpdu_new(ep);
+    uint8_t *p = d->hdr + RNIC_MPA_HDR_LEN;
+    size_t len = rnic_ddp_hdr_encode(&h, p);
     struct iovec iov;
 
-    len += rnic_term_build(ep->fp.hdr + len, ep->term_code,
+    len += rnic_term_build(p + len, ep->term_code,
                            ep->term_seg_len ? ep->term_seg : NULL,
                            ep->term_seg_len, ep->term_ulpdu_len);
-    iov = (struct iovec) { ep->fp.hdr, len };
-    tx_frame(ep, &iov, 1);
-    ep->fp.last = true;
+    iov = (struct iovec) { p, len };
+    d->term = true;
+    rnic_tx_frame(ep, d, &iov, 1);
     ep->term = RNIC_TERM_SENDING;
 }
 
-static bool tx_build_next(struct rnic_ep *ep)
+/* Frames one more FPDU into the ring; false if there is none to send now. */
+bool rnic_tx_build_next(struct rnic_ep *ep)
 {
+    bool ahead = ep->ring_count > 0;
+
     if (ep->term == RNIC_TERM_QUEUED) {
+        /* it goes right after what may already be on its way */
+        rnic_tx_trim(ep);
+        if (ep->ring_count == RNIC_EP_TX_BATCH_FPDUS) {
+            return false;
+        }
         tx_build_term(ep);
         return true;
     }
-    if (ep->term != RNIC_TERM_NONE) {
+    if (ep->term != RNIC_TERM_NONE ||
+        ep->ring_count == RNIC_EP_TX_BATCH_FPDUS) {
         return false;
     }
-    if (ep->msg.kind == RNIC_TX_IDLE && !tx_pick(ep)) {
+    if (ep->msg.kind == RNIC_TX_IDLE && !tx_pick(ep, ahead)) {
         /* a failed pick may have queued a Terminate */
-        return ep->term == RNIC_TERM_QUEUED && tx_build_next(ep);
+        return ep->term == RNIC_TERM_QUEUED && rnic_tx_build_next(ep);
     }
-    return tx_build_segment(ep) ||
-           (ep->term == RNIC_TERM_QUEUED && tx_build_next(ep));
-}
-
-size_t rnic_ep_tx_peek(struct rnic_ep *ep, struct iovec *iov, int max,
-                       int *cnt)
-{
-    const struct rnic_fpdu_out *out = &ep->fp.out;
-    size_t skip, total = 0;
-    int n = 0;
-
-    *cnt = 0;
-    if (!ep->fp.active && !tx_build_next(ep)) {
-        return 0;
-    }
-    skip = ep->fp.sent;
-    for (int i = 0; i < out->iovcnt && n < max; i++) {
-        size_t len = out->iov[i].iov_len;
-
-        if (skip >= len) {
-            skip -= len;
-            continue;
-        }
-        iov[n].iov_base = (uint8_t *)out->iov[i].iov_base + skip;
-        iov[n].iov_len = len - skip;
-        total += len - skip;
-        skip = 0;
-        n++;
-    }
-    *cnt = n;
-    return total;
-}
-
-/* The last FPDU of the current message has gone to the socket. */
-static void tx_msg_done(struct rnic_ep *ep)
-{
-    struct rnic_tx_msg *m = &ep->msg;
-
-    if (m->kind == RNIC_TX_SQ && !wr_is_read_like(m->wr)) {
-        rnic_qp_sq_done(ep->qp, m->wr, RNIC_WC_SUCCESS);
-    } else if (m->kind == RNIC_TX_READ_RESP) {
-        rnic_stag_message_done(ep->stags, m->src.stag);
-    }
-    m->kind = RNIC_TX_IDLE;
-}
-
-void rnic_ep_tx_advance(struct rnic_ep *ep, size_t sent)
-{
-    struct rnic_tx_fpdu *fp = &ep->fp;
-
-    if (!fp->active) {
-        return;
-    }
-    fp->sent += sent;
-    if (fp->sent < fp->out.len) {
-        return;
-    }
-    rnic_tx_release(ep);
-    if (ep->term == RNIC_TERM_SENDING) {
-        ep->term = RNIC_TERM_SENT;
-        if (ep->ops && ep->ops->term_sent) {
-            ep->ops->term_sent(ep->opaque, ep->term_code);
-        }
-    } else if (fp->last && ep->msg.kind != RNIC_TX_IDLE) {
-        tx_msg_done(ep);
+    switch (tx_build_segment(ep, ahead)) {
+    case TX_BUILT:
+        return true;
+    case TX_WAIT:
+        return false;
+    default:
+        return ep->term == RNIC_TERM_QUEUED && rnic_tx_build_next(ep);
     }
 }

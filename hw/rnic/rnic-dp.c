@@ -128,25 +128,31 @@ void rnic_dp_stop(RnicConn *c)
     }
 }
 
-/* Writes what the endpoint has until the socket pushes back. */
+/*
+ * Writes what the endpoint has until the socket pushes back: several
+ * FPDUs per system call, or one when fault-corrupt-crc needs to rewrite
+ * a CRC.  One iovec stays spare for that.
+ */
 static bool rnic_dp_flush(RnicConn *c)
 {
     struct iovec iov[RNIC_DP_IOV_MAX];
+    bool corrupt = c->s->fault_corrupt_crc;
     int cnt;
     size_t n;
 
-    /* One iovec spare for fault injection's CRC. */
-    while ((n = rnic_ep_tx_peek(c->ep, iov, RNIC_DP_IOV_MAX - 1, &cnt))) {
+    while ((n = rnic_ep_tx_peek_batch(c->ep, iov, RNIC_DP_IOV_MAX - 1, &cnt,
+                                      corrupt ? 1 : RNIC_EP_TX_BATCH_FPDUS))) {
         struct msghdr msg = { .msg_iov = iov };
         ssize_t w;
 
         if (rnic_fault_delay(c)) {
             return false;   /* the timer pumps again */
         }
-        rnic_fault_tx_iov(c, iov, &cnt);
+        if (corrupt) {
+            rnic_fault_tx_iov(c, iov, &cnt);
+        }
         msg.msg_iovlen = cnt;
         w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
-
         if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
             return true;
         }
@@ -157,7 +163,7 @@ static bool rnic_dp_flush(RnicConn *c)
             return false;
         }
         c->s->stats.tx_bytes += w;
-        rnic_fault_tx_sent(c, w);
+        rnic_fault_tx_sent(c, iov, cnt, w);
         rnic_ep_tx_advance(c->ep, w);
         if (rnic_fault_drop(c, w)) {
             c->drop_now = true;

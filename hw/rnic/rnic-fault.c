@@ -4,7 +4,8 @@
  * drop a connection after N bytes, send every Nth FPDU with a broken
  * CRC32c, delay what a QP sends.  The transmit side also counts FPDUs,
  * which it finds by their ULPDU_LENGTH; with markers on (mpa-markers) the
- * count and the CRC fault are not reliable.
+ * count and the CRC fault are not reliable.  With fault-corrupt-crc the
+ * device sends one FPDU per system call, otherwise several.
  */
 #include "qemu/osdep.h"
 #include "qemu/timer.h"
@@ -26,54 +27,55 @@ static size_t rnic_iov_byte(const struct iovec *iov, int cnt, size_t off,
     return 0;
 }
 
-/* A new FPDU starts at iov[0]: its length is 2 + ULPDU + pad + CRC. */
-static void rnic_fault_fpdu_start(RnicConn *c, struct iovec *iov, int cnt)
+/* Length of the FPDU starting at octet @off: 2 + ULPDU + pad + CRC. */
+static size_t rnic_fpdu_len_at(const struct iovec *iov, int cnt, size_t off)
 {
-    RnicState *s = c->s;
     uint8_t hi = 0, lo = 0;
     size_t ulpdu;
 
-    rnic_iov_byte(iov, cnt, 0, &hi);
-    rnic_iov_byte(iov, cnt, 1, &lo);
+    rnic_iov_byte(iov, cnt, off, &hi);
+    rnic_iov_byte(iov, cnt, off + 1, &lo);
     ulpdu = hi << 8 | lo;
-    c->tx_fpdu_left = 2 + ulpdu + (-(2 + ulpdu) & 3) + RNIC_MPA_CRC_LEN;
-    s->stats.tx_fpdus++;
-    c->tx_corrupt = s->fault_corrupt_crc &&
-                    !(s->stats.tx_fpdus % s->fault_corrupt_crc);
-    if (c->tx_corrupt) {
-        size_t total = 0;
+    return 2 + ulpdu + (-(2 + ulpdu) & 3) + RNIC_MPA_CRC_LEN;
+}
 
-        for (int i = 0; i < cnt; i++) {
-            total += iov[i].iov_len;
-        }
-        for (int i = 0; i < RNIC_MPA_CRC_LEN; i++) {
-            rnic_iov_byte(iov, cnt, total - RNIC_MPA_CRC_LEN + i,
-                          &c->bad_crc[i]);
-            c->bad_crc[i] ^= 0xff;
-        }
-        trace_rnic_fault("corrupt CRC", c->id, s->stats.tx_fpdus);
+static size_t rnic_iov_len(const struct iovec *iov, int cnt)
+{
+    size_t total = 0;
+
+    for (int i = 0; i < cnt; i++) {
+        total += iov[i].iov_len;
     }
+    return total;
 }
 
 /*
- * Called with what rnic_ep_tx_peek() returned (the unsent rest of one
- * FPDU; iov[] has room for one more entry): counts FPDUs and, for a
- * corrupted one, sends the CRC's unsent octets from the inverted copy.
+ * fault-corrupt-crc: called with a single FPDU's unsent rest (iov[] has
+ * room for one more entry).  Decides at the FPDU's start whether it is the
+ * Nth, and sends the unsent octets of its CRC from an inverted copy.
  */
 void rnic_fault_tx_iov(RnicConn *c, struct iovec *iov, int *cnt)
 {
-    struct iovec *last;
-    size_t crc_left;
+    RnicState *s = c->s;
+    size_t left = c->tx_fpdu_left ? c->tx_fpdu_left
+                                   : rnic_fpdu_len_at(iov, *cnt, 0);
+    size_t crc_left = MIN(left, RNIC_MPA_CRC_LEN);
+    struct iovec *last = &iov[*cnt - 1];
 
     if (!c->tx_fpdu_left) {
-        rnic_fault_fpdu_start(c, iov, *cnt);
+        size_t total = rnic_iov_len(iov, *cnt);
+
+        c->tx_corrupt = !((s->stats.tx_fpdus + 1) % s->fault_corrupt_crc);
+        for (int i = 0; c->tx_corrupt && i < RNIC_MPA_CRC_LEN; i++) {
+            rnic_iov_byte(iov, *cnt, total - RNIC_MPA_CRC_LEN + i,
+                          &c->bad_crc[i]);
+            c->bad_crc[i] ^= 0xff;
+        }
+        if (c->tx_corrupt) {
+            trace_rnic_fault("corrupt CRC", c->id, s->stats.tx_fpdus + 1);
+        }
     }
-    if (!c->tx_corrupt) {
-        return;
-    }
-    crc_left = MIN(c->tx_fpdu_left, RNIC_MPA_CRC_LEN);
-    last = &iov[*cnt - 1];
-    if (last->iov_len < crc_left) {
+    if (!c->tx_corrupt || last->iov_len < crc_left) {
         return;     /* not the layout this relies on: send it as it is */
     }
     last->iov_len -= crc_left;
@@ -86,13 +88,29 @@ void rnic_fault_tx_iov(RnicConn *c, struct iovec *iov, int *cnt)
     };
 }
 
-void rnic_fault_tx_sent(RnicConn *c, size_t sent)
+/*
+ * @sent octets of @iov went out: counts the FPDUs that began in them,
+ * finding each by its ULPDU_LENGTH (the device sends no markers unless
+ * mpa-markers is on, and then this count is approximate).
+ */
+void rnic_fault_tx_sent(RnicConn *c, const struct iovec *iov, int cnt,
+                        size_t sent)
 {
-    while (sent && c->tx_fpdu_left) {
-        size_t n = MIN(sent, c->tx_fpdu_left);
+    size_t off = 0;
 
+    while (off < sent) {
+        size_t n;
+
+        if (!c->tx_fpdu_left) {
+            c->tx_fpdu_left = rnic_fpdu_len_at(iov, cnt, off);
+            c->s->stats.tx_fpdus++;
+        }
+        n = MIN(c->tx_fpdu_left, sent - off);
         c->tx_fpdu_left -= n;
-        sent -= n;
+        off += n;
+        if (!c->tx_fpdu_left) {
+            c->tx_corrupt = false;
+        }
     }
 }
 

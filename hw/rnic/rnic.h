@@ -250,7 +250,8 @@ void rnic_dp_stop(RnicConn *c);
 
 /* rnic-fault.c */
 void rnic_fault_tx_iov(RnicConn *c, struct iovec *iov, int *cnt);
-void rnic_fault_tx_sent(RnicConn *c, size_t sent);
+void rnic_fault_tx_sent(RnicConn *c, const struct iovec *iov, int cnt,
+                        size_t sent);
 bool rnic_fault_drop(RnicConn *c, size_t bytes);
 bool rnic_fault_delay(RnicConn *c);
 void rnic_fault_fini(RnicConn *c);

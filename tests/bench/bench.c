@@ -235,7 +235,8 @@ static void ep_tx(struct epf_side *s, int i)
     int cnt;
     ssize_t n = 1;
 
-    while (n > 0 && rnic_ep_tx_peek(s->ep, iov, 64, &cnt)) {
+    while (n > 0 && rnic_ep_tx_peek_batch(s->ep, iov, 64, &cnt,
+                                          RNIC_EP_TX_BATCH_FPDUS)) {
         n = writev(fd[i], iov, cnt);
         rnic_ep_tx_advance(s->ep, n > 0 ? (size_t)n : 0);
     }

@@ -4,6 +4,8 @@
  * that cuts the stream into seeded random pieces, every byte checked in
  * the receiver's guest memory.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <check.h>
 #include "suites.h"
@@ -861,6 +863,423 @@ START_TEST(test_recv_too_long)
 }
 END_TEST
 
+/* ---- batched transmission (rnic_ep_tx_peek_batch) ---- */
+
+#define REC_MAX     ((size_t)8 << 20)
+
+/* Every octet one side wrote, in order. */
+struct tx_rec {
+    uint8_t *buf;
+    size_t len;
+};
+
+static struct tx_rec rec[2][2];     /* [batch][side: A, B] */
+
+/*
+ * Drains @from into @to: one-FPDU or batch peeks with a random iovec
+ * limit, each followed by an advance of a random amount (0 sometimes,
+ * often across FPDU boundaries), fed to @to in random pieces.
+ */
+static size_t drain(struct epf_side *from, struct epf_side *to, bool batch,
+                    struct tx_rec *r)
+{
+    struct iovec iov[64];
+    size_t moved = 0, total;
+    int cnt;
+
+    for (;;) {
+        int max = 1 + (int)epf_rand(&rng, 64);
+        size_t n, off = 0;
+
+        total = batch ? rnic_ep_tx_peek_batch(from->ep, iov, max, &cnt,
+                                              1 + (int)epf_rand(&rng,
+                                                  RNIC_EP_TX_BATCH_FPDUS + 8))
+                      : rnic_ep_tx_peek(from->ep, iov, max, &cnt);
+        if (!total) {
+            break;
+        }
+        ck_assert_int_le(cnt, max);
+        n = epf_rand(&rng, 8) ? 1 + epf_rand(&rng, (uint32_t)total) : 0;
+        if (epf_rand(&rng, 2)) {
+            n = total;
+        }
+        ck_assert_uint_le(r->len + n, REC_MAX);
+        for (int i = 0; i < cnt && off < n; i++) {
+            size_t k = iov[i].iov_len < n - off ? iov[i].iov_len : n - off;
+
+            memcpy(r->buf + r->len + off, iov[i].iov_base, k);
+            off += k;
+        }
+        ck_assert_uint_eq(off, n);
+        rnic_ep_tx_advance(from->ep, n);
+        for (size_t fed = 0; fed < n;) {
+            size_t piece = 1 + epf_rand(&rng, CHUNK);
+
+            piece = piece < n - fed ? piece : n - fed;
+            rnic_ep_rx(to->ep, r->buf + r->len + fed, piece);
+            fed += piece;
+        }
+        r->len += n;
+        moved += n;
+    }
+    return moved;
+}
+
+/* Drains A, then B, until neither sends: what each sends depends only on
+ * what it had been sent before, not on how its bytes were cut. */
+static void drain_both(bool batch)
+{
+    size_t n;
+
+    do {
+        n = drain(&A, &B, batch, &rec[batch][0]);
+        n += drain(&B, &A, false, &rec[batch][1]);
+    } while (n);
+}
+
+static void batch_write(struct epf_side *s, uint64_t id, uint64_t src,
+                       uint32_t stag, uint64_t dst, uint32_t n)
+{
+    struct rnic_send_wr wr = epf_wr(id, RNIC_WR_WRITE, s->lkey, src, n);
+
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(dst);
+    epf_post(s, &wr);
+}
+
+static void batch_read(struct epf_side *s, uint64_t id, uint64_t sink,
+                      uint32_t stag, uint64_t src, uint32_t n)
+{
+    struct rnic_send_wr wr = epf_wr(id, RNIC_WR_READ, s->lkey, sink, n);
+
+    wr.remote_stag = stag;
+    wr.remote_to = epf_addr(src);
+    epf_post(s, &wr);
+}
+
+/*
+ * Every kind of message, back to back from both sides: Writes and Sends
+ * over many FPDUs, several SGEs, inline, zero-length, Immediate Data, a
+ * Local Invalidate between them, Reads both ways (so that A sends Read
+ * Responses) and an Atomic that A answers.
+ */
+static void batch_workload(void)
+{
+    uint32_t wstag = remote_mr(&B, DST_OFF, 2 * MIB, RNIC_ACCESS_REMOTE_WRITE,
+                               RNIC_STAG_PERSISTENT);
+    uint32_t bsrc = remote_mr(&B, SRC_OFF, MIB, RNIC_ACCESS_REMOTE_READ,
+                              RNIC_STAG_PERSISTENT);
+    uint32_t asrc = remote_mr(&A, SRC_OFF + MIB, MIB, RNIC_ACCESS_REMOTE_READ,
+                              RNIC_STAG_PERSISTENT);
+    uint32_t atom = remote_mr(&A, MISC_OFF, 64, RNIC_ACCESS_REMOTE_ATOMIC,
+                              RNIC_STAG_PERSISTENT);
+    uint32_t inv = epf_mr(&A, MISC_OFF + 4096, 4096, RNIC_ACCESS_LOCAL_READ,
+                          RNIC_STAG_PERSISTENT, false);
+    struct rnic_send_wr wr;
+
+    for (int i = 0; i < 4; i++) {
+        epf_post_recv(&B, 1 + i, DST_OFF + MIB + i * 8192u, 8192);
+    }
+    batch_write(&A, 1, SRC_OFF, wstag, DST_OFF, 200000);
+    wr = epf_wr(2, RNIC_WR_SEND, A.lkey, SRC_OFF + 300000, 5000);
+    epf_post(&A, &wr);
+    wr = (struct rnic_send_wr) { .wr_id = 3, .opcode = RNIC_WR_SEND,
+                                 .flags = RNIC_WR_SIGNALED | RNIC_WR_INLINE,
+                                 .inline_len = 40 };
+    memcpy(wr.inline_data, epf_ptr(&A, SRC_OFF + 350000), 40);
+    epf_post(&A, &wr);
+    wr = epf_wr(4, RNIC_WR_WRITE, A.lkey, SRC_OFF + 400000, 1000);
+    wr.num_sge = 3;
+    wr.sge[1] = (struct rnic_sge) { A.lkey, epf_addr(SRC_OFF + 410000), 1 };
+    wr.sge[2] = (struct rnic_sge) { A.lkey, epf_addr(SRC_OFF + 420000), 3000 };
+    wr.remote_stag = wstag;
+    wr.remote_to = epf_addr(DST_OFF + 1536 * 1024);
+    epf_post(&A, &wr);
+    wr = (struct rnic_send_wr) { .wr_id = 5, .opcode = RNIC_WR_LOCAL_INV,
+                                 .flags = RNIC_WR_SIGNALED,
+                                 .invalidate_stag = inv };
+    epf_post(&A, &wr);
+    wr = (struct rnic_send_wr) { .wr_id = 6, .opcode = RNIC_WR_IMM_DATA,
+                                 .flags = RNIC_WR_SIGNALED, .imm_data = 42 };
+    epf_post(&A, &wr);
+    batch_read(&A, 7, DST_OFF, bsrc, SRC_OFF + 1000, 30000);
+    wr = epf_wr(8, RNIC_WR_SEND, A.lkey, SRC_OFF, 0);
+    wr.num_sge = 0;
+    epf_post(&A, &wr);
+    batch_write(&A, 9, SRC_OFF + 500000, wstag, DST_OFF + 600000, 100000);
+
+    batch_read(&B, 1, MISC_OFF, asrc, SRC_OFF + MIB, 60000);
+    batch_read(&B, 2, MISC_OFF + 65536, asrc, SRC_OFF + MIB + 77, 70000);
+    wr = epf_wr(3, RNIC_WR_ATOMIC_FETCH_ADD, B.lkey, MISC_OFF + 196608, 8);
+    wr.remote_stag = atom;
+    wr.remote_to = epf_addr(MISC_OFF);
+    wr.atomic_add_or_compare = 5;
+    epf_post(&B, &wr);
+}
+
+static void batch_workload_check(void)
+{
+    static const enum rnic_wc_opcode aop[] = {
+        RNIC_WC_WRITE, RNIC_WC_SEND, RNIC_WC_SEND, RNIC_WC_WRITE,
+        RNIC_WC_LOCAL_INV, RNIC_WC_IMM_DATA, RNIC_WC_READ, RNIC_WC_SEND,
+        RNIC_WC_WRITE,
+    };
+    static const uint32_t alen[] = {
+        200000, 5000, 40, 4001, 0, 0, 30000, 0, 100000,
+    };
+
+    for (int i = 0; i < 9; i++) {
+        expect_cqe(A.scq, 1 + i, RNIC_WC_SUCCESS, aop[i], alen[i]);
+    }
+    epf_no_cqe(A.scq);
+    expect_cqe(B.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_READ, 60000);
+    expect_cqe(B.scq, 2, RNIC_WC_SUCCESS, RNIC_WC_READ, 70000);
+    expect_cqe(B.scq, 3, RNIC_WC_SUCCESS, RNIC_WC_ATOMIC_FETCH_ADD, 8);
+    epf_no_cqe(B.scq);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(epf_cqe(B.rcq).status, RNIC_WC_SUCCESS);
+    }
+    epf_no_cqe(B.rcq);
+    expect_data(&B, DST_OFF, &A, SRC_OFF, 200000);
+    expect_data(&B, DST_OFF + 600000, &A, SRC_OFF + 500000, 100000);
+    expect_data(&B, DST_OFF + MIB, &A, SRC_OFF + 300000, 5000);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF + MIB + 8192),
+                            epf_ptr(&A, SRC_OFF + 350000), 40), 0);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, DST_OFF + 1536 * 1024 + 1001),
+                            epf_ptr(&A, SRC_OFF + 420000), 3000), 0);
+    expect_data(&A, DST_OFF, &B, SRC_OFF + 1000, 30000);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, MISC_OFF), epf_ptr(&A, SRC_OFF + MIB),
+                            60000), 0);
+    ck_assert_int_eq(memcmp(epf_ptr(&B, MISC_OFF + 65536),
+                            epf_ptr(&A, SRC_OFF + MIB + 77), 70000), 0);
+    ck_assert_uint_eq(A.term_sent + B.term_sent, 0);
+    ck_assert_int_eq(A.qp->state, RNIC_QP_RTS);
+    ck_assert_int_eq(B.qp->state, RNIC_QP_RTS);
+}
+
+static void rec_reset(void)
+{
+    for (int m = 0; m < 2; m++) {
+        for (int side = 0; side < 2; side++) {
+            if (!rec[m][side].buf) {
+                rec[m][side].buf = malloc(REC_MAX);
+                ck_assert_ptr_nonnull(rec[m][side].buf);
+            }
+            rec[m][side].len = 0;
+        }
+    }
+}
+
+static void maps_mode(int mode)
+{
+    A.mem.can_map = B.mem.can_map = mode != 2;
+    A.mem.map_limit = B.mem.map_limit = mode == 1 ? 700 : 0;
+}
+
+static void expect_same_streams_side(int side)
+{
+    ck_assert_uint_eq(rec[0][side].len, rec[1][side].len);
+    ck_assert_int_eq(memcmp(rec[0][side].buf, rec[1][side].buf,
+                            rec[0][side].len), 0);
+}
+
+static void expect_same_streams(void)
+{
+    expect_same_streams_side(0);
+    expect_same_streams_side(1);
+}
+
+/*
+ * The same work drained through one-FPDU peeks and through batch peeks
+ * with random partial advances: byte-identical streams both ways, every
+ * completion in order and once.  CRC and markers on and off; payload
+ * mapped, mapped in small pieces (several iovecs) and bounced.
+ */
+START_TEST(test_batch_same_stream)
+{
+    rec_reset();
+    for (int batch = 0; batch < 2; batch++) {
+        teardown();
+        pair_up(&wire_cfgs[_i % 4]);
+        maps_mode(_i / 4);
+        batch_workload();
+        drain_both(batch);
+        batch_workload_check();
+    }
+    ck_assert_uint_gt(rec[1][0].len, 400000);
+    expect_same_streams();
+}
+END_TEST
+
+/* A Read Response uses up a one-shot source STag before the next Read
+ * Response is framed, in a batch as one FPDU at a time. */
+START_TEST(test_batch_one_shot_source)
+{
+    rec_reset();
+    for (int batch = 0; batch < 2; batch++) {
+        uint32_t src;
+
+        teardown();
+        pair_up(&(struct pair_cfg) { .crc = true,
+                                     .rtr = RNIC_MPA_RTR_WRITE });
+        src = remote_mr(&A, SRC_OFF, MIB, RNIC_ACCESS_REMOTE_READ,
+                        RNIC_STAG_ONE_SHOT);
+        batch_read(&B, 1, DST_OFF, src, SRC_OFF, 3000);
+        batch_read(&B, 2, DST_OFF + 8192, src, SRC_OFF, 3000);
+        drain_both(batch);
+        expect_cqe(B.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_READ, 3000);
+        ck_assert_int_ne(epf_cqe(B.scq).status, RNIC_WC_SUCCESS);
+        ck_assert_uint_eq(A.term_sent, 1);
+    }
+    expect_same_streams();
+}
+END_TEST
+
+/* A WR whose SGE is bad fails when it is reached, as one FPDU at a time:
+ * the Write framed before it completes, nothing of it is sent. */
+START_TEST(test_batch_bad_sge_waits)
+{
+    rec_reset();
+    for (int batch = 0; batch < 2; batch++) {
+        struct rnic_send_wr wr;
+        uint32_t stag;
+
+        teardown();
+        setup();
+        stag = remote_mr(&B, DST_OFF, MIB, RNIC_ACCESS_REMOTE_WRITE,
+                         RNIC_STAG_PERSISTENT);
+        epf_post_recv(&B, 1, MISC_OFF, 64);
+        batch_write(&A, 1, SRC_OFF, stag, DST_OFF, 20000);
+        wr = epf_wr(2, RNIC_WR_SEND, rnic_stag_next_key(A.lkey), SRC_OFF, 10);
+        epf_post(&A, &wr);
+        drain_both(batch);
+        expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_WRITE, 20000);
+        expect_cqe(A.scq, 2, RNIC_WC_LOC_PROT_ERR, RNIC_WC_SEND, 0);
+        expect_data(&B, DST_OFF, &A, SRC_OFF, 20000);
+        ck_assert_uint_eq(B.term_received, 1);
+    }
+    expect_same_streams();
+}
+END_TEST
+
+/* A send WR completes when the last octet of its message is advanced
+ * past, not when it is framed or handed out. */
+START_TEST(test_batch_completion_at_last_octet)
+{
+    struct iovec iov[64];
+    size_t l0 = rnic_fpdu_len(14), l = rnic_fpdu_len(18 + 100);
+    int cnt;
+
+    for (int i = 0; i < 3; i++) {
+        struct rnic_send_wr wr = epf_wr(1 + i, RNIC_WR_SEND, A.lkey,
+                                        SRC_OFF, 100);
+        epf_post(&A, &wr);
+    }
+    /* the RTR and three Sends */
+    ck_assert_uint_eq(rnic_ep_tx_peek_batch(A.ep, iov, 64, &cnt, 16),
+                      l0 + 3 * l);
+    epf_no_cqe(A.scq);
+    rnic_ep_tx_advance(A.ep, l0 + l - 1);
+    epf_no_cqe(A.scq);
+    rnic_ep_tx_advance(A.ep, 1);
+    expect_cqe(A.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_SEND, 100);
+    epf_no_cqe(A.scq);
+    rnic_ep_tx_advance(A.ep, 2 * l - 1);
+    expect_cqe(A.scq, 2, RNIC_WC_SUCCESS, RNIC_WC_SEND, 100);
+    epf_no_cqe(A.scq);
+    ck_assert_uint_eq(rnic_ep_tx_peek_batch(A.ep, iov, 64, &cnt, 16), 1);
+    ck_assert_int_eq(cnt, 1);
+    rnic_ep_tx_advance(A.ep, 1);
+    expect_cqe(A.scq, 3, RNIC_WC_SUCCESS, RNIC_WC_SEND, 100);
+    epf_no_cqe(A.scq);
+    ck_assert_uint_eq(rnic_ep_tx_peek_batch(A.ep, iov, 64, &cnt, 16), 0);
+}
+END_TEST
+
+struct ulpdu_list {
+    int count;
+    uint8_t opcode[EPF_MAX_ULPDUS];
+};
+
+static int list_ulpdu(void *opaque, const uint8_t *ulpdu, size_t len)
+{
+    struct ulpdu_list *l = opaque;
+
+    ck_assert_uint_ge(len, 2);
+    ck_assert_int_lt(l->count, EPF_MAX_ULPDUS);
+    l->opcode[l->count++] = ulpdu[1] & RNIC_RDMAP_OPCODE_MASK;
+    return 0;
+}
+
+/*
+ * A batch is handed out and partly written (into the middle of an FPDU,
+ * or up to an FPDU boundary); then the stream from the peer breaks.  The
+ * Terminate follows the FPDU begun, as with one FPDU at a time: the rest
+ * of the batch is dropped unsent.
+ */
+START_TEST(test_batch_terminate_first)
+{
+    static uint8_t bad[24] = { 0, 18 };     /* its CRC is wrong */
+    uint32_t m = rnic_ep_mulpdu(A.ep);
+    size_t cut = rnic_fpdu_len(14) + 2 * rnic_fpdu_len(m) + (_i ? 0 : 100);
+    struct ulpdu_list l[2] = { { 0 } };
+    int want = _i ? 4 : 5;
+
+    rec_reset();
+    for (int batch = 0; batch < 2; batch++) {
+        struct tx_rec *r = &rec[batch][0];
+        uint32_t stag;
+        struct rnic_fpdu_rx rx;
+        struct iovec iov[64];
+        size_t n;
+        int cnt;
+
+        teardown();
+        setup();
+        stag = remote_mr(&B, DST_OFF, MIB, RNIC_ACCESS_REMOTE_WRITE,
+                         RNIC_STAG_PERSISTENT);
+        batch_write(&A, 1, SRC_OFF, stag, DST_OFF, 100000);
+        while (r->len < cut) {
+            n = batch ? rnic_ep_tx_peek_batch(A.ep, iov, 64, &cnt, 16)
+                      : rnic_ep_tx_peek(A.ep, iov, 64, &cnt);
+            ck_assert_uint_gt(n, 0);
+            if (batch) {
+                ck_assert_uint_gt(n, cut - r->len);
+            }
+            n = n < cut - r->len ? n : cut - r->len;
+            for (int i = 0, off = 0; i < cnt && (size_t)off < n; i++) {
+                size_t k = iov[i].iov_len < n - off ? iov[i].iov_len
+                                                    : n - off;
+
+                memcpy(r->buf + r->len + off, iov[i].iov_base, k);
+                off += (int)k;
+            }
+            rnic_ep_tx_advance(A.ep, n);
+            r->len += n;
+        }
+        ck_assert_int_eq(rnic_ep_rx(A.ep, bad, sizeof(bad)), -EPROTO);
+        ck_assert_uint_eq(A.stream_lost, 1);
+        drain(&A, &B, batch, r);
+        ck_assert_uint_eq(A.term_sent, 1);
+        ck_assert_uint_eq(rnic_ep_tx_peek_batch(A.ep, iov, 64, &cnt, 16), 0);
+        rnic_fpdu_rx_init(&rx, true, false, malloc(RNIC_MPA_ULPDU_MAX + 4),
+                          RNIC_MPA_ULPDU_MAX + 4);
+        ck_assert_int_eq(rnic_fpdu_rx_input(&rx, r->buf, r->len, list_ulpdu,
+                                            &l[batch]), 0);
+        free(rx.buf);
+        ck_assert_int_eq(l[batch].count, want);
+        ck_assert_uint_eq(l[batch].opcode[want - 1], RNIC_RDMAP_TERMINATE);
+        for (int i = 0; i < want - 1; i++) {
+            ck_assert_uint_eq(l[batch].opcode[i], RNIC_RDMAP_WRITE);
+        }
+        for (uint32_t k = rnic_cq_count(A.scq); k; k--) {
+            ck_assert_int_ne(epf_cqe(A.scq).status, RNIC_WC_SUCCESS);
+        }
+    }
+    expect_same_streams_side(0);
+}
+END_TEST
+
 Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -893,6 +1312,11 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_local_inv_and_bind_in_order);
     tcase_add_test(tc, test_bound_window_written);
     tcase_add_test(tc, test_recv_too_long);
+    tcase_add_loop_test(tc, test_batch_same_stream, 0, 12);
+    tcase_add_test(tc, test_batch_one_shot_source);
+    tcase_add_test(tc, test_batch_bad_sge_waits);
+    tcase_add_test(tc, test_batch_completion_at_last_octet);
+    tcase_add_loop_test(tc, test_batch_terminate_first, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
