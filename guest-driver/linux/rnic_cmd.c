@@ -12,19 +12,7 @@
 #define RNIC_CMD_TIMEOUT_MS	5000
 #define RNIC_CMDQ_LOG_SIZE	6	/* 64 entries of 64 bytes: one page */
 
-static const char * const rnic_cmd_status_names[] = {
-	[RNIC_CMD_OK]		= "OK",
-	[RNIC_CMD_ERR_OPCODE]	= "ERR_OPCODE",
-	[RNIC_CMD_ERR_PARAM]	= "ERR_PARAM",
-	[RNIC_CMD_ERR_RESOURCE]	= "ERR_RESOURCE",
-	[RNIC_CMD_ERR_HANDLE]	= "ERR_HANDLE",
-	[RNIC_CMD_ERR_BUSY]	= "ERR_BUSY",
-	[RNIC_CMD_ERR_STATE]	= "ERR_STATE",
-	[RNIC_CMD_ERR_DMA]	= "ERR_DMA",
-	[RNIC_CMD_ERR_ACCESS]	= "ERR_ACCESS",
-	[RNIC_CMD_ERR_DENIED]	= "ERR_DENIED",
-	[RNIC_CMD_ERR_ADDRINUSE] = "ERR_ADDRINUSE",
-};
+static const char * const rnic_cmd_status_names[] = RNIC_CMD_STATUS_NAMES;
 
 const char *rnic_cmd_status_name(u16 status)
 {

@@ -10,18 +10,7 @@
 
 #define RNIC_EQ_LOG_SIZE	7	/* 128 entries of 32 bytes: one page */
 
-static const char * const rnic_event_names[] = {
-	[RNIC_EV_CONN_REQUEST]		= "CONN_REQUEST",
-	[RNIC_EV_CONN_ESTABLISHED]	= "CONN_ESTABLISHED",
-	[RNIC_EV_CONN_REJECTED]		= "CONN_REJECTED",
-	[RNIC_EV_CONN_ERROR]		= "CONN_ERROR",
-	[RNIC_EV_CONN_CLOSED]		= "CONN_CLOSED",
-	[RNIC_EV_QP_ERROR]		= "QP_ERROR",
-	[RNIC_EV_TERM_RECEIVED]		= "TERM_RECEIVED",
-	[RNIC_EV_TERM_SENT]		= "TERM_SENT",
-	[RNIC_EV_CQ_OVERFLOW]		= "CQ_OVERFLOW",
-	[RNIC_EV_FATAL]			= "FATAL",
-};
+static const char * const rnic_event_names[] = RNIC_EVENT_NAMES;
 
 int rnic_eq_create(struct rnic_dev *rdev)
 {

@@ -100,32 +100,16 @@ static void dev_open(void)
 
 static const char *event_name(unsigned int t)
 {
-	static const char *const n[] = {
-		[RNIC_EV_CONN_REQUEST] = "CONN_REQUEST",
-		[RNIC_EV_CONN_ESTABLISHED] = "CONN_ESTABLISHED",
-		[RNIC_EV_CONN_REJECTED] = "CONN_REJECTED",
-		[RNIC_EV_CONN_ERROR] = "CONN_ERROR",
-		[RNIC_EV_CONN_CLOSED] = "CONN_CLOSED",
-		[RNIC_EV_QP_ERROR] = "QP_ERROR",
-		[RNIC_EV_TERM_RECEIVED] = "TERM_RECEIVED",
-		[RNIC_EV_TERM_SENT] = "TERM_SENT",
-		[RNIC_EV_CQ_OVERFLOW] = "CQ_OVERFLOW",
-		[RNIC_EV_FATAL] = "FATAL",
-	};
+	static const char *const n[] = RNIC_EVENT_NAMES;
 
 	return t < sizeof(n) / sizeof(n[0]) && n[t] ? n[t] : "?";
 }
 
 static const char *cqe_status_name(unsigned int s)
 {
-	static const char *const n[] = {
-		"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_PROT_ERR",
-		"WR_FLUSH_ERR", "MW_BIND_ERR", "LOC_ACCESS_ERR",
-		"REM_INV_REQ_ERR", "REM_ACCESS_ERR", "REM_OP_ERR",
-		"BAD_RESP_ERR", "FATAL_ERR", "GENERAL_ERR",
-	};
+	static const char *const n[] = RNIC_CQE_STATUS_NAMES;
 
-	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
+	return s < sizeof(n) / sizeof(n[0]) && n[s] ? n[s] : "?";
 }
 
 /*

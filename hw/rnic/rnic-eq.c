@@ -10,6 +10,8 @@
 #include "rnic.h"
 #include "trace.h"
 
+static const char *const rnic_event_names[] = RNIC_EVENT_NAMES;
+
 void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
                   uint32_t arg1)
 {
@@ -25,7 +27,9 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
     };
     uint64_t addr;
 
-    trace_rnic_event(type, id, arg0, arg1);
+    trace_rnic_event(type < ARRAY_SIZE(rnic_event_names) &&
+                     rnic_event_names[type] ? rnic_event_names[type] : "?",
+                     id, arg0, arg1);
     if (!(s->status & RNIC_STATUS_READY)) {
         return;
     }

@@ -10,21 +10,7 @@
 #include "qapi/visitor.h"
 #include "rnic.h"
 
-static const char *const rnic_cqe_status_names[] = {
-    [RNIC_CQE_SUCCESS] = "success",
-    [RNIC_CQE_LOC_LEN_ERR] = "loc-len-err",
-    [RNIC_CQE_LOC_QP_OP_ERR] = "loc-qp-op-err",
-    [RNIC_CQE_LOC_PROT_ERR] = "loc-prot-err",
-    [RNIC_CQE_WR_FLUSH_ERR] = "wr-flush-err",
-    [RNIC_CQE_MW_BIND_ERR] = "mw-bind-err",
-    [RNIC_CQE_LOC_ACCESS_ERR] = "loc-access-err",
-    [RNIC_CQE_REM_INV_REQ_ERR] = "rem-inv-req-err",
-    [RNIC_CQE_REM_ACCESS_ERR] = "rem-access-err",
-    [RNIC_CQE_REM_OP_ERR] = "rem-op-err",
-    [RNIC_CQE_BAD_RESP_ERR] = "bad-resp-err",
-    [RNIC_CQE_FATAL_ERR] = "fatal-err",
-    [RNIC_CQE_GENERAL_ERR] = "general-err",
-};
+static const char *const rnic_cqe_status_names[] = RNIC_CQE_STATUS_NAMES;
 
 void rnic_stats_term(RnicState *s, bool sent, uint8_t layer, uint8_t etype,
                      uint8_t ecode)
@@ -90,8 +76,10 @@ void rnic_stats_init(RnicState *s)
     rnic_stat_add(obj, "stat-streams-lost", &s->stats.streams_lost,
                   "received streams that could not be parsed");
     for (int i = 0; i < ARRAY_SIZE(rnic_cqe_status_names); i++) {
+        /* WR_FLUSH_ERR -> stat-cqe-wr-flush-err */
+        g_autofree char *low = g_ascii_strdown(rnic_cqe_status_names[i], -1);
         g_autofree char *name = g_strdup_printf("stat-cqe-%s",
-                                                rnic_cqe_status_names[i]);
+                                                g_strdelimit(low, "_", '-'));
 
         rnic_stat_add(obj, name, &s->stats.cqe[i],
                       "completions written with this status");

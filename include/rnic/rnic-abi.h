@@ -468,6 +468,47 @@ struct rnic_event {
     uint64_t rsvd1;
 };
 
+/* ---- Names, for logs, traces and tools ---------------------------------- */
+/* Initialisers of string arrays indexed by the value; gaps stay NULL. */
+#define RNIC_CMD_STATUS_NAMES {                                             \
+    [RNIC_CMD_OK] = "OK", [RNIC_CMD_ERR_OPCODE] = "ERR_OPCODE",             \
+    [RNIC_CMD_ERR_PARAM] = "ERR_PARAM",                                     \
+    [RNIC_CMD_ERR_RESOURCE] = "ERR_RESOURCE",                               \
+    [RNIC_CMD_ERR_HANDLE] = "ERR_HANDLE", [RNIC_CMD_ERR_BUSY] = "ERR_BUSY", \
+    [RNIC_CMD_ERR_STATE] = "ERR_STATE", [RNIC_CMD_ERR_DMA] = "ERR_DMA",     \
+    [RNIC_CMD_ERR_ACCESS] = "ERR_ACCESS",                                   \
+    [RNIC_CMD_ERR_DENIED] = "ERR_DENIED",                                   \
+    [RNIC_CMD_ERR_ADDRINUSE] = "ERR_ADDRINUSE",                             \
+}
+
+#define RNIC_CQE_STATUS_NAMES {                                             \
+    [RNIC_CQE_SUCCESS] = "SUCCESS", [RNIC_CQE_LOC_LEN_ERR] = "LOC_LEN_ERR", \
+    [RNIC_CQE_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",                             \
+    [RNIC_CQE_LOC_PROT_ERR] = "LOC_PROT_ERR",                               \
+    [RNIC_CQE_WR_FLUSH_ERR] = "WR_FLUSH_ERR",                               \
+    [RNIC_CQE_MW_BIND_ERR] = "MW_BIND_ERR",                                 \
+    [RNIC_CQE_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",                           \
+    [RNIC_CQE_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",                         \
+    [RNIC_CQE_REM_ACCESS_ERR] = "REM_ACCESS_ERR",                           \
+    [RNIC_CQE_REM_OP_ERR] = "REM_OP_ERR",                                   \
+    [RNIC_CQE_BAD_RESP_ERR] = "BAD_RESP_ERR",                               \
+    [RNIC_CQE_FATAL_ERR] = "FATAL_ERR",                                     \
+    [RNIC_CQE_GENERAL_ERR] = "GENERAL_ERR",                                 \
+}
+
+#define RNIC_EVENT_NAMES {                                                  \
+    [RNIC_EV_CONN_REQUEST] = "CONN_REQUEST",                                \
+    [RNIC_EV_CONN_ESTABLISHED] = "CONN_ESTABLISHED",                        \
+    [RNIC_EV_CONN_REJECTED] = "CONN_REJECTED",                              \
+    [RNIC_EV_CONN_ERROR] = "CONN_ERROR",                                    \
+    [RNIC_EV_CONN_CLOSED] = "CONN_CLOSED",                                  \
+    [RNIC_EV_QP_ERROR] = "QP_ERROR",                                        \
+    [RNIC_EV_TERM_RECEIVED] = "TERM_RECEIVED",                              \
+    [RNIC_EV_TERM_SENT] = "TERM_SENT",                                      \
+    [RNIC_EV_CQ_OVERFLOW] = "CQ_OVERFLOW",                                  \
+    [RNIC_EV_FATAL] = "FATAL",                                              \
+}
+
 /* ---- Sizes, checked where the compiler allows it ------------------------ */
 #define RNIC_DEVICE_ATTR_SIZE   128
 #define RNIC_CONN_INFO_SIZE     (2 * 20 + 8 + RNIC_MAX_PDATA)
