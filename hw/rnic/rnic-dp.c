@@ -185,7 +185,11 @@ void rnic_dp_pump(RnicConn *c)
     RnicState *s = c->s;
     bool blocked = rnic_dp_flush(c);
 
-    rnic_cqs_flush_to_guest(s);
+    /* Only this QP's CQs can have new entries: no scan of every CQ. */
+    rnic_cq_flush_to_guest(s, c->qp->scq);
+    if (c->qp->rcq != c->qp->scq) {
+        rnic_cq_flush_to_guest(s, c->qp->rcq);
+    }
     if (c->drop_now) {
         rnic_conn_abort(c);
         return;
