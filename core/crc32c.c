@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <stdbool.h>
 #include <string.h>
 #include "crc32c.h"
 
@@ -62,6 +63,98 @@ bool rnic_crc32c_hw_available(void)
     return __builtin_cpu_supports("sse4.2");
 }
 
+#ifdef __x86_64__
+/*
+ * The crc32 instruction has a latency of several cycles but can start one
+ * per cycle, so long buffers run as three independent streams whose CRCs
+ * are then combined: streams of 1024 octets, then of 128 for what is
+ * left (an Ethernet-sized FPDU).  Combining needs the CRC register
+ * advanced over 1 or 2 streams of zeros, which is linear in the register:
+ * tables of that map, by byte, built on first use.
+ */
+static const size_t crc32c_stream_len[2] = { 1024, 128 };
+
+static uint32_t crc32c_shift_tab[2][2][4][256]; /* [stream][1 or 2][byte] */
+static bool crc32c_shift_ready;
+
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_hw_zeros(uint32_t c, size_t n)
+{
+    uint64_t c64 = c;
+
+    for (; n; n -= 8) {
+        c64 = __builtin_ia32_crc32di(c64, 0);
+    }
+    return (uint32_t)c64;
+}
+
+/* Idempotent, so a race between two first callers is harmless. */
+static void crc32c_init_shift(void)
+{
+    for (int s = 0; s < 2; s++) {
+        for (int t = 0; t < 2; t++) {
+            uint32_t bit[32];
+
+            for (int i = 0; i < 32; i++) {
+                bit[i] = crc32c_hw_zeros(1u << i,
+                                         (t + 1) * crc32c_stream_len[s]);
+            }
+            for (int k = 0; k < 4; k++) {
+                for (unsigned b = 0; b < 256; b++) {
+                    uint32_t v = 0;
+
+                    for (int i = 0; i < 8; i++) {
+                        v ^= b & (1u << i) ? bit[8 * k + i] : 0;
+                    }
+                    crc32c_shift_tab[s][t][k][b] = v;
+                }
+            }
+        }
+    }
+    crc32c_shift_ready = true;
+}
+
+/* The register @x advanced over (@t + 1) streams of kind @s of zeros. */
+static inline uint32_t crc32c_shift(int s, int t, uint32_t x)
+{
+    return crc32c_shift_tab[s][t][0][x & 0xff] ^
+           crc32c_shift_tab[s][t][1][(x >> 8) & 0xff] ^
+           crc32c_shift_tab[s][t][2][(x >> 16) & 0xff] ^
+           crc32c_shift_tab[s][t][3][x >> 24];
+}
+
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_hw_3way(uint32_t c, const uint8_t **pp, size_t *len)
+{
+    const uint8_t *p = *pp;
+
+    if (!crc32c_shift_ready) {
+        crc32c_init_shift();
+    }
+    for (int s = 0; s < 2; s++) {
+        size_t n = crc32c_stream_len[s];
+
+        for (; *len >= 3 * n; *len -= 3 * n, p += 3 * n) {
+            uint64_t a = c, b = 0, d = 0;
+
+            for (size_t i = 0; i < n; i += 8) {
+                uint64_t va, vb, vd;
+
+                memcpy(&va, p + i, 8);
+                memcpy(&vb, p + n + i, 8);
+                memcpy(&vd, p + 2 * n + i, 8);
+                a = __builtin_ia32_crc32di(a, va);
+                b = __builtin_ia32_crc32di(b, vb);
+                d = __builtin_ia32_crc32di(d, vd);
+            }
+            c = crc32c_shift(s, 1, a) ^ crc32c_shift(s, 0, b) ^ (uint32_t)d;
+        }
+    }
+    *pp = p;
+    return c;
+}
+#endif
+
 __attribute__((target("sse4.2")))
 uint32_t rnic_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
@@ -69,7 +162,7 @@ uint32_t rnic_crc32c_hw(uint32_t crc, const void *buf, size_t len)
     uint32_t c = ~crc;
 
 #ifdef __x86_64__
-    uint64_t c64 = c;
+    uint64_t c64 = crc32c_hw_3way(c, &p, &len);
 
     for (; len >= 8; len -= 8, p += 8) {
         uint64_t v;
