@@ -288,6 +288,9 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
 
 static void rnic_cq_free(RnicState *s, RnicCq *cq)
 {
+    if (cq->kicked) {
+        QTAILQ_REMOVE(&s->kicked_cqs, cq, kick_link);
+    }
     s->cqs[cq->cqn - 1] = NULL;
     rnic_cq_destroy(cq->core);
     g_free(cq);
@@ -352,6 +355,9 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
 /* After the core's SRQ is gone. */
 static void rnic_srq_release(RnicState *s, RnicSrq *srq)
 {
+    if (srq->kicked) {
+        QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
+    }
     s->srqs[srq->srqn - 1] = NULL;
     rnic_pd_put(s->stags, srq->pdn);
     g_free(srq);
@@ -598,6 +604,8 @@ bool rnic_verbs_init(RnicState *s, Error **errp)
     s->cqs = g_new0(RnicCq *, s->limits.max_cq);
     s->srqs = g_new0(RnicSrq *, s->limits.max_srq);
     QTAILQ_INIT(&s->kicked);
+    QTAILQ_INIT(&s->kicked_cqs);
+    QTAILQ_INIT(&s->kicked_srqs);
     return true;
 }
 

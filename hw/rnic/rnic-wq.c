@@ -148,6 +148,16 @@ void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq)
     }
 }
 
+/* A CQ the next run of the work-queue bottom half must flush. */
+void rnic_cq_kick(RnicState *s, RnicCq *cq)
+{
+    if (!cq->kicked) {
+        cq->kicked = true;
+        QTAILQ_INSERT_TAIL(&s->kicked_cqs, cq, kick_link);
+    }
+}
+
+/* Every CQ: for the rare paths (state changes, errors) that touch many. */
 void rnic_cqs_flush_to_guest(RnicState *s)
 {
     for (uint32_t i = 0; i < s->limits.max_cq; i++) {
@@ -339,11 +349,11 @@ static void rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv)
     }
 }
 
-static void rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint16_t prod)
+static void rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq)
 {
     uint32_t n = 1u << srq->log_size;
 
-    while (srq->fetched != prod) {
+    while (srq->fetched != srq->prod) {
         uint64_t addr = srq->ring + (uint64_t)(srq->fetched & (n - 1)) *
                         RNIC_RQ_WQE_SIZE;
         struct rnic_rq_wqe w;
@@ -362,18 +372,32 @@ static void rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint16_t prod)
 void rnic_wq_run(void *opaque)
 {
     RnicState *s = opaque;
+    RnicSrq *srq;
     RnicQp *qp;
+    RnicCq *cq;
 
+    while ((srq = QTAILQ_FIRST(&s->kicked_srqs))) {
+        QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
+        srq->kicked = false;
+        rnic_wq_fetch_srq(s, srq);
+    }
     while ((qp = QTAILQ_FIRST(&s->kicked))) {
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
         qp->kicked = false;
         rnic_wq_fetch(s, qp, true);
         rnic_wq_fetch(s, qp, false);
+        rnic_cq_kick(s, qp->scq);
+        rnic_cq_kick(s, qp->rcq);
         if (qp->conn && qp->conn->ep) {
             rnic_dp_pump(qp->conn);
         }
     }
-    rnic_cqs_flush_to_guest(s);
+    /* Only the CQs this run could have touched: no scan of every CQ. */
+    while ((cq = QTAILQ_FIRST(&s->kicked_cqs))) {
+        QTAILQ_REMOVE(&s->kicked_cqs, cq, kick_link);
+        cq->kicked = false;
+        rnic_cq_flush_to_guest(s, cq);
+    }
 }
 
 static void rnic_db_error(hwaddr reg, uint32_t val, const char *why)
@@ -419,7 +443,12 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             rnic_db_error(reg, val, "no such SRQ");
             return;
         }
-        rnic_wq_fetch_srq(s, srq, idx);
+        srq->prod = idx;
+        if (!srq->kicked) {
+            srq->kicked = true;
+            QTAILQ_INSERT_TAIL(&s->kicked_srqs, srq, kick_link);
+        }
+        qemu_bh_schedule(s->wq_bh);
         return;
     case RNIC_REG_DB_CQ:
     case RNIC_REG_DB_CQ_ARM:
@@ -435,6 +464,7 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
         } else if (val & RNIC_DB_ARM_SOLICITED) {
             rnic_cq_arm(cq->core, RNIC_CQ_ARM_SOLICITED);
         }
+        rnic_cq_kick(s, cq);
         qemu_bh_schedule(s->wq_bh);
         return;
     }

@@ -69,6 +69,8 @@ typedef struct RnicCq {
     uint8_t vector;
     bool irq_pending;       /* the core's arm fired: signal after writing */
     bool overflow_reported;
+    bool kicked;            /* on RnicState.kicked_cqs */
+    QTAILQ_ENTRY(RnicCq) kick_link;
 } RnicCq;
 
 typedef struct RnicSrq {
@@ -78,6 +80,9 @@ typedef struct RnicSrq {
     uint64_t ring;
     uint32_t log_size;
     uint16_t fetched;       /* WQEs taken from the guest ring */
+    uint16_t prod;          /* the last doorbell */
+    bool kicked;            /* on RnicState.kicked_srqs */
+    QTAILQ_ENTRY(RnicSrq) kick_link;
 } RnicSrq;
 
 typedef struct RnicQp {
@@ -171,6 +176,8 @@ struct RnicState {
     RnicSrq **srqs;         /* [max_srq], srqn = index + 1 */
     QEMUBH *wq_bh;
     QTAILQ_HEAD(, RnicQp) kicked;
+    QTAILQ_HEAD(, RnicCq) kicked_cqs;
+    QTAILQ_HEAD(, RnicSrq) kicked_srqs;
 
     RnicStats stats;
     uint8_t *rx_buf;        /* one receive buffer: one thread reads */
@@ -227,6 +234,7 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val);
 void rnic_wq_run(void *opaque);
 void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq);
 void rnic_cqs_flush_to_guest(RnicState *s);
+void rnic_cq_kick(RnicState *s, RnicCq *cq);
 void rnic_dma_init(RnicState *s);
 
 /* rnic-cm.c */
