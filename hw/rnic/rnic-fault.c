@@ -10,9 +10,8 @@
 #include "qemu/osdep.h"
 #include "qemu/timer.h"
 #include "rnic.h"
+#include "fpdu.h"
 #include "trace.h"
-
-#define RNIC_MPA_CRC_LEN 4
 
 static size_t rnic_iov_byte(const struct iovec *iov, int cnt, size_t off,
                             uint8_t *b)
@@ -36,7 +35,7 @@ static size_t rnic_fpdu_len_at(const struct iovec *iov, int cnt, size_t off)
     rnic_iov_byte(iov, cnt, off, &hi);
     rnic_iov_byte(iov, cnt, off + 1, &lo);
     ulpdu = hi << 8 | lo;
-    return 2 + ulpdu + (-(2 + ulpdu) & 3) + RNIC_MPA_CRC_LEN;
+    return rnic_fpdu_len(ulpdu);
 }
 
 static size_t rnic_iov_len(const struct iovec *iov, int cnt)
@@ -91,25 +90,50 @@ void rnic_fault_tx_iov(RnicConn *c, struct iovec *iov, int *cnt)
 /*
  * @sent octets of @iov went out: counts the FPDUs that began in them,
  * finding each by its ULPDU_LENGTH (the device sends no markers unless
- * mpa-markers is on, and then this count is approximate).
+ * mpa-markers is on, and then this count is approximate).  One pass over
+ * the iovecs, however many FPDUs they hold.
  */
 void rnic_fault_tx_sent(RnicConn *c, const struct iovec *iov, int cnt,
                         size_t sent)
 {
-    size_t off = 0;
+    int i = 0;
+    size_t in = 0;      /* offset within iov[i] */
 
-    while (off < sent) {
+    while (sent) {
         size_t n;
 
         if (!c->tx_fpdu_left) {
-            c->tx_fpdu_left = rnic_fpdu_len_at(iov, cnt, off);
+            /* A new FPDU starts here: its length is the next 2 octets. */
+            uint8_t len[2];
+            int j = i;
+            size_t k = in;
+
+            for (int b = 0; b < 2 && j < cnt; b++) {
+                while (j < cnt && k >= iov[j].iov_len) {
+                    k = 0;
+                    j++;
+                }
+                len[b] = j < cnt ? ((uint8_t *)iov[j].iov_base)[k++] : 0;
+            }
+            c->tx_fpdu_left = rnic_fpdu_len(len[0] << 8 | len[1]);
             c->s->stats.tx_fpdus++;
         }
-        n = MIN(c->tx_fpdu_left, sent - off);
+        n = MIN(c->tx_fpdu_left, sent);
         c->tx_fpdu_left -= n;
-        off += n;
+        sent -= n;
         if (!c->tx_fpdu_left) {
             c->tx_corrupt = false;
+        }
+        /* Move the cursor over the n octets. */
+        while (n && i < cnt) {
+            size_t step = MIN(n, iov[i].iov_len - in);
+
+            n -= step;
+            in += step;
+            if (in == iov[i].iov_len) {
+                in = 0;
+                i++;
+            }
         }
     }
 }

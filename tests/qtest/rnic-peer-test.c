@@ -282,6 +282,7 @@ static void test_invalid_stag(void)
     g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), >=,
                      RNIC_QPS_TERMINATE);
     g_assert_cmpuint(dev_stat(&p, "stat-terminates-sent"), ==, 1);
+    g_assert_cmpuint(dev_stat(&p, "stat-tx-fpdus"), ==, 1);   /* it */
     g_assert_cmpuint(dev_stat(&p, "stat-terminates-received"), ==, 0);
     {
         g_autofree char *terms = rnic_qom_str(&p.t, "dev",
