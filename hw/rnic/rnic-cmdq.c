@@ -8,6 +8,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "rnic.h"
+#include "stag.h"
 #include "trace.h"
 
 
@@ -34,8 +35,10 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
         .max_ird = cpu_to_le32(s->limits.max_ird),
         .max_ord = cpu_to_le32(s->limits.max_ord),
         .max_pdata = cpu_to_le32(RNIC_MAX_PDATA),
-        .max_mr_size = cpu_to_le64(UINT32_MAX),
-        .page_size_cap = cpu_to_le32((1u << 12) | (1u << 21)),
+        .max_mr_size = cpu_to_le64(RNIC_DEV_MAX_MR_SIZE),
+        .page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(RNIC_MR_MIN_PAGE_SHIFT,
+                                     RNIC_MR_MAX_PAGE_SHIFT -
+                                     RNIC_MR_MIN_PAGE_SHIFT + 1)),
         .msix_vectors = cpu_to_le32(RNIC_MSIX_VECTORS),
         .mpa_rev = cpu_to_le32(s->mpa_rev),
         .flags = cpu_to_le32(

@@ -114,9 +114,10 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     uint32_t stag;
 
     if (!npages || npages > RNIC_PBL_MAX_PAGES || (access & ~RNIC_ACC_ALL) ||
-        (p->policy & 0x7f) > RNIC_MR_POLICY_ONE_SHOT) {
+        (p->policy & 0x7f) > RNIC_MR_POLICY_ONE_SHOT ||
+        le64_to_cpu(p->length) > RNIC_DEV_MAX_MR_SIZE) {
         return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_PARAM,
-                             "npages, access or policy out of range");
+                             "npages, access, policy or length out of range");
     }
     if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
         return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_HANDLE, "no such PD");

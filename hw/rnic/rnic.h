@@ -21,6 +21,9 @@ OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)
 
 typedef struct RnicConn RnicConn;
 
+/* The largest MR QUERY_DEVICE reports and REG_MR accepts: a WR's length. */
+#define RNIC_DEV_MAX_MR_SIZE    UINT32_MAX
+
 /* Read-only statistics, QOM properties "stat-*". */
 typedef struct RnicStats {
     uint64_t tx_bytes, rx_bytes;

@@ -123,6 +123,8 @@ static void test_query_device(void)
     g_assert_cmpuint(le32_to_cpu(attr.max_pdata), ==, RNIC_MAX_PDATA);
     g_assert_cmpuint(le32_to_cpu(attr.mpa_rev), ==, 1);
     g_assert_cmpuint(le32_to_cpu(attr.msix_vectors), ==, RNIC_MSIX_VECTORS);
+    /* Every page size from 4 KiB to 2 MiB. */
+    g_assert_cmphex(le32_to_cpu(attr.page_size_cap), ==, 0x3ff000);
 
     /* An attribute buffer outside guest memory gives a status, no crash. */
     q.attr_addr = cpu_to_le64(0xfffffffffffff000ull);
@@ -283,6 +285,11 @@ static void test_reg_mr_bad_page_list(void)
     g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
                     RNIC_CMD_ERR_DMA);
     p.npages = 0;
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
+                    RNIC_CMD_ERR_PARAM);
+    /* Larger than QUERY_DEVICE's max_mr_size. */
+    p.npages = cpu_to_le32(1);
+    p.length = cpu_to_le64(1ull << 32);
     g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
                     RNIC_CMD_ERR_PARAM);
     rnic_test_stop(&t);
