@@ -345,21 +345,34 @@ static void test_cq_qp_lifecycle(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * A device with a PD, a CQ of 8 entries on MSI-X @vector and a QP of 8+8
+ * entries using it; returns the cqn.
+ */
+static uint32_t start_with_qp(RnicTest *t, uint8_t vector, uint64_t *ring,
+                              RnicTestQp *qp)
+{
+    uint32_t pdn, cqn;
+
+    rnic_test_start(t, NULL);
+    rnic_test_enable(t);
+    pdn = rnic_create_pd(t);
+    cqn = rnic_create_cq(t, 3, vector, ring);
+    g_assert_cmphex(rnic_try_create_qp(t, pdn, cqn, cqn, 3, qp), ==,
+                    RNIC_CMD_OK);
+    return cqn;
+}
+
 /* Receives posted to an unconnected QP are flushed when it goes to ERROR. */
 static void test_flush_to_guest_cq(void)
 {
     struct rnic_cq_entry e;
-    uint32_t pdn, cqn;
+    uint32_t cqn;
     uint64_t ring;
     RnicTestQp qp;
     RnicTest t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 3, 2, &ring);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
-                    RNIC_CMD_OK);
+    cqn = start_with_qp(&t, 2, &ring, &qp);
     for (int i = 0; i < 5; i++) {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
 
@@ -403,17 +416,11 @@ static void test_bad_wqe(void)
     };
     struct rnic_cq_entry e;
     struct rnic_event ev;
-    uint32_t pdn, cqn;
     uint64_t ring;
     RnicTestQp qp;
     RnicTest t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 3, 3, &ring);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
-                    RNIC_CMD_OK);
+    start_with_qp(&t, 3, &ring, &qp);
     rnic_post_send(&t, &qp, &w);
     rnic_settle(&t);
     g_assert_true(rnic_read_cqe(&t, ring, 3, 0, &e));
