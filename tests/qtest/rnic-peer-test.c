@@ -27,6 +27,7 @@
 typedef struct Peer {
     RnicTest t;
     uint32_t pdn, cqn, qpn;
+    RnicTestQp srq;         /* when the QP takes receives from an SRQ */
     uint64_t cq_ring, buf;
     RnicTestQp qp;
     int fd;
@@ -157,8 +158,8 @@ static void expect_closed(Peer *p)
  * Device: PD, CQ, QP, a 16 KiB buffer registered for remote write with
  * @policy, listening.  Test: connects and does the MPA exchange.
  */
-static uint32_t peer_start_rcvbuf(Peer *p, uint8_t policy, bool crc,
-                                  int rcvbuf)
+static uint32_t peer_start_opts(Peer *p, uint8_t policy, bool crc,
+                                int rcvbuf, bool use_srq)
 {
     struct rnic_cmd_listen l = {
         .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
@@ -178,8 +179,12 @@ static uint32_t peer_start_rcvbuf(Peer *p, uint8_t policy, bool crc,
     rnic_test_enable(&p->t);
     p->pdn = rnic_create_pd(&p->t);
     p->cqn = rnic_create_cq(&p->t, CQ_LOG, 1, &p->cq_ring);
-    g_assert_cmphex(rnic_try_create_qp(&p->t, p->pdn, p->cqn, p->cqn, QP_LOG,
-                                       &p->qp), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_try_create_qp_srq(&p->t, p->pdn, p->cqn, p->cqn,
+                                           use_srq ?
+                                           rnic_create_srq(&p->t, p->pdn,
+                                                           &p->srq) :
+                                           RNIC_NO_SRQ, QP_LOG, &p->qp),
+                    ==, RNIC_CMD_OK);
     p->buf = guest_alloc(p->t.alloc, 16384);
     qtest_memset(p->t.qts, p->buf, 0xee, 16384);
     pbl = guest_alloc(p->t.alloc, 32);
@@ -223,7 +228,7 @@ static uint32_t peer_start_rcvbuf(Peer *p, uint8_t policy, bool crc,
 
 static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
 {
-    return peer_start_rcvbuf(p, policy, crc, 0);
+    return peer_start_opts(p, policy, crc, 0, false);
 }
 
 static void peer_stop(Peer *p)
@@ -474,6 +479,54 @@ static void test_recv_linked_stag(void)
 }
 
 /*
+ * A QP taking receives from an SRQ: Sends land in the SRQ's buffers in
+ * order; with the SRQ empty the next Send is refused (no buffer).
+ */
+static void test_srq_receives(void)
+{
+    struct rnic_cq_entry e;
+    uint8_t u[64], got[3];
+    size_t h;
+    Peer p;
+    uint32_t stag = peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 0,
+                                    true);
+
+    for (int i = 0; i < 2; i++) {
+        struct rnic_rq_wqe w = {
+            .wr_id = cpu_to_le64(0x50 + i),
+            .num_sge = 1,
+            .sge[0] = {
+                .addr = cpu_to_le64(IOVA + 1000 * i),
+                .length = cpu_to_le32(64),
+                .stag = cpu_to_le32(stag),
+            },
+        };
+
+        rnic_post_srq(&p.t, &p.srq, &w);
+    }
+    rnic_settle(&p.t);      /* the SRQ doorbell is taken in a bottom half */
+    for (int i = 0; i < 3; i++) {
+        h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+        memcpy(u + h, i ? "two" : "one", 3);
+        send_fpdu(&p, u, h + 3);
+    }
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 1000 &&
+             !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, i, &e); k++) {
+            g_usleep(1000);
+            rnic_settle(&p.t);
+        }
+        g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, i, &e));
+        g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x50 + i);
+        g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+        qtest_memread(p.t.qts, p.buf + 1000 * i, got, 3);
+        g_assert_cmpmem(got, 3, i ? "two" : "one", 3);
+    }
+    expect_terminate(&p, DDP_UNTAGGED, 0x02);
+    peer_stop(&p);
+}
+
+/*
  * Backpressure: the peer stops reading, so the device can hand no more to
  * the socket and its RDMA Writes stop completing; nothing is lost, and
  * once the peer reads again, every Write completes.
@@ -487,7 +540,7 @@ static void test_backpressure(void)
     uint8_t sink[65536];
     Peer p;
 
-    peer_start_rcvbuf(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536);
+    peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536, false);
     big = guest_alloc(p.t.alloc, LEN);
     g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
                                 0x44, &big_stag), ==, RNIC_CMD_OK);
@@ -547,6 +600,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/terminate-received", test_terminate_received);
     qtest_add_func("/rnic/peer/crc", test_crc);
     qtest_add_func("/rnic/peer/backpressure", test_backpressure);
+    qtest_add_func("/rnic/peer/srq-receives", test_srq_receives);
     qtest_add_func("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
     return g_test_run();
 }

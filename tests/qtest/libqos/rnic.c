@@ -231,11 +231,18 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
 uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
                             uint32_t rcq, uint8_t log, RnicTestQp *qp)
 {
+    return rnic_try_create_qp_srq(t, pdn, scq, rcq, RNIC_NO_SRQ, log, qp);
+}
+
+uint16_t rnic_try_create_qp_srq(RnicTest *t, uint32_t pdn, uint32_t scq,
+                                uint32_t rcq, uint32_t srqn, uint8_t log,
+                                RnicTestQp *qp)
+{
     struct rnic_cmd_create_qp p = {
         .pdn = cpu_to_le32(pdn),
         .send_cqn = cpu_to_le32(scq),
         .recv_cqn = cpu_to_le32(rcq),
-        .srqn = cpu_to_le32(RNIC_NO_SRQ),
+        .srqn = cpu_to_le32(srqn),
         .sq_log_size = log,
         .rq_log_size = log,
     };
@@ -460,4 +467,27 @@ void rnic_read_full(int fd, void *buf, size_t len)
 void rnic_write_full(int fd, const void *buf, size_t len)
 {
     g_assert_cmpint(write(fd, buf, len), ==, len);
+}
+
+uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring)
+{
+    struct rnic_cmd_srq p = { .pdn = cpu_to_le32(pdn), .log_size = 3 };
+    struct rnic_cmd cmd;
+
+    memset(ring, 0, sizeof(*ring));
+    ring->log = 3;
+    ring->rq = guest_alloc(t->alloc, 4096);
+    p.ring_addr = cpu_to_le64(ring->rq);
+    cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_SRQ, &p, sizeof(p));
+    ring->qpn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
+    return ring->qpn;
+}
+
+void rnic_post_srq(RnicTest *t, RnicTestQp *srq, const struct rnic_rq_wqe *w)
+{
+    uint64_t slot = srq->rq + (srq->rq_prod & ((1u << srq->log) - 1)) *
+                    RNIC_RQ_WQE_SIZE;
+
+    qtest_memwrite(t->qts, slot, w, sizeof(*w));
+    rnic_wr(t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(srq->qpn, ++srq->rq_prod));
 }

@@ -71,6 +71,12 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
                         uint64_t *ring);
 uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
                             uint32_t rcq, uint8_t log, RnicTestQp *qp);
+uint16_t rnic_try_create_qp_srq(RnicTest *t, uint32_t pdn, uint32_t scq,
+                                uint32_t rcq, uint32_t srqn, uint8_t log,
+                                RnicTestQp *qp);
+/* An SRQ of 8 entries; @ring's qpn/rq/rq_prod describe it (no SQ). */
+uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring);
+void rnic_post_srq(RnicTest *t, RnicTestQp *srq, const struct rnic_rq_wqe *w);
 void rnic_post_recv(RnicTest *t, RnicTestQp *qp, const struct rnic_rq_wqe *w);
 void rnic_post_send(RnicTest *t, RnicTestQp *qp, const struct rnic_sq_wqe *w);
 void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
