@@ -10,7 +10,6 @@
 int main(void)
 {
     Suite *(*const suites[])(void) = {
-        version_suite,
         crc32c_suite,
         mpa_suite,
         fpdu_suite,

@@ -5,7 +5,6 @@
 
 #include <check.h>
 
-Suite *version_suite(void);
 Suite *crc32c_suite(void);
 Suite *mpa_suite(void);
 Suite *fpdu_suite(void);
