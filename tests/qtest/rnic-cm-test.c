@@ -102,6 +102,37 @@ static void cm_pdata(CmTest *c, struct rnic_cmd_connect *p, const char *s)
     p->pdata_len = cpu_to_le16(strlen(s));
 }
 
+/* The peer on @fd sends an MPA Request; the guest sees CONN_REQUEST. */
+static struct rnic_event cm_request(CmTest *c, int fd, const char *pdata)
+{
+    uint8_t frame[600];
+    struct rnic_event ev;
+
+    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
+                                               pdata)), >, 0);
+    rnic_wait_event(&c->t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    return ev;
+}
+
+/* The guest accepts @conn_id with a new QP; the peer reads the Reply. */
+static uint32_t cm_accept(CmTest *c, int fd, uint32_t conn_id)
+{
+    uint8_t hdr[MPA_HDR], pd[512];
+    struct rnic_cmd_connect a = { .conn_id = conn_id };
+    struct rnic_event ev;
+    uint32_t qpn = cm_create_qp(c);
+
+    a.qpn = cpu_to_le32(qpn);
+    rnic_cmd_ok(&c->t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    mpa_read(fd, MPA_REP_KEY, hdr, pd);
+    rnic_wait_event(&c->t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+    g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
+    g_assert_cmpuint(rnic_query_qp_state(&c->t, qpn), ==, RNIC_QPS_RTS);
+    return qpn;
+}
+
 static void test_listen_policy(void)
 {
     struct rnic_cmd_listen l = { .local = loopback(0) };
@@ -191,7 +222,7 @@ static void test_passive_accept(void)
 /* The guest rejects: the peer gets a Reply with R set and the reason. */
 static void test_passive_reject(void)
 {
-    uint8_t frame[600], hdr[MPA_HDR], pd[512];
+    uint8_t hdr[MPA_HDR], pd[512];
     struct rnic_cmd_connect r = { 0 };
     struct rnic_event ev;
     uint16_t port, len;
@@ -201,10 +232,7 @@ static void test_passive_reject(void)
     cm_start(&c, NULL);
     cm_listen(&c, &port);
     fd = rnic_tcp_connect(port, 0);
-    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
-                                               "")), >, 0);
-    rnic_wait_event(&c.t, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    ev = cm_request(&c, fd, "");
     r.conn_id = ev.id;
     cm_pdata(&c, &r, "go away");
     rnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
@@ -333,10 +361,7 @@ static void test_active_rejected_and_denied(void)
 /* Seed 004: a connection made outside QEMU, handed in by fd. */
 static void test_handoff_fd(void)
 {
-    uint8_t frame[600], hdr[MPA_HDR], pd[512];
-    struct rnic_cmd_connect a = { 0 };
     struct rnic_event ev;
-    uint32_t qpn;
     uint16_t port;
     CmTest c;
     int lfd, outside, inside;
@@ -352,19 +377,9 @@ static void test_handoff_fd(void)
         "rnic0', 'property': 'handoff-fd', 'value': 'conn0'}}");
     close(inside);
     /* The outside end speaks MPA first (the device is responder). */
-    g_assert_cmpint(write(outside, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1,
-                                                    1, "fd")), >, 0);
-    rnic_wait_event(&c.t, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    ev = cm_request(&c, outside, "fd");
     g_assert_cmphex(le32_to_cpu(ev.arg0), ==, RNIC_LISTENER_HANDED_IN);
-    qpn = cm_create_qp(&c);
-    a.conn_id = ev.id;
-    a.qpn = cpu_to_le32(qpn);
-    rnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
-    mpa_read(outside, MPA_REP_KEY, hdr, pd);
-    rnic_wait_event(&c.t, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
-    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
+    cm_accept(&c, outside, ev.id);
 
     /* An fd that is not a socket is refused. */
     {
@@ -390,8 +405,6 @@ static void test_handoff_fd(void)
 /* DISCONNECT with ABORT resets the TCP connection. */
 static void test_abortive_disconnect(void)
 {
-    uint8_t frame[600], hdr[MPA_HDR], pd[512];
-    struct rnic_cmd_connect a = { 0 };
     struct rnic_cmd_disconnect d;
     struct rnic_event ev;
     uint32_t qpn;
@@ -402,16 +415,8 @@ static void test_abortive_disconnect(void)
     cm_start(&c, NULL);
     cm_listen(&c, &port);
     fd = rnic_tcp_connect(port, 0);
-    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
-                                               "")), >, 0);
-    rnic_wait_event(&c.t, &ev);
-    qpn = cm_create_qp(&c);
-    a.conn_id = ev.id;
-    a.qpn = cpu_to_le32(qpn);
-    rnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
-    mpa_read(fd, MPA_REP_KEY, hdr, pd);
-    rnic_wait_event(&c.t, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+    ev = cm_request(&c, fd, "");
+    qpn = cm_accept(&c, fd, ev.id);
 
     d = (struct rnic_cmd_disconnect) {
         .qpn = cpu_to_le32(qpn),
