@@ -205,8 +205,8 @@ void rnic_conn_free(RnicConn *c)
     g_free(c);
 }
 
-static void rnic_conn_read(void *opaque);
-static void rnic_conn_write(void *opaque);
+static void rnic_conn_readable(void *opaque);
+static void rnic_conn_writable(void *opaque);
 
 /*
  * Reads while the MPA exchange needs the peer's bytes; writes while there
@@ -218,8 +218,8 @@ static void rnic_conn_update_handlers(RnicConn *c)
               c->state == RNIC_CONN_WAIT_REQUEST;
     bool wr = c->state == RNIC_CONN_CONNECTING || c->out_off < c->out_len;
 
-    qemu_set_fd_handler(c->fd, rd ? rnic_conn_read : NULL,
-                        wr ? rnic_conn_write : NULL, c);
+    qemu_set_fd_handler(c->fd, rd ? rnic_conn_readable : NULL,
+                        wr ? rnic_conn_writable : NULL, c);
 }
 
 static void rnic_conn_queue(RnicConn *c, const void *buf, size_t len)
@@ -419,6 +419,16 @@ static void rnic_conn_write(void *opaque)
     rnic_conn_update_handlers(c);
 }
 
+static void rnic_conn_readable(void *opaque)
+{
+    rnic_guarded(((RnicConn *)opaque)->s, rnic_conn_read, opaque);
+}
+
+static void rnic_conn_writable(void *opaque)
+{
+    rnic_guarded(((RnicConn *)opaque)->s, rnic_conn_write, opaque);
+}
+
 /*
  * The MPA Reply goes out before the QP's data path owns the socket: a
  * fresh socket buffer always takes a frame of at most 532 bytes, and if it
@@ -489,6 +499,11 @@ static void rnic_listener_accept(void *opaque)
     rnic_conn_set_state(c, RNIC_CONN_WAIT_REQUEST);
 }
 
+static void rnic_listener_acceptable(void *opaque)
+{
+    rnic_guarded(((RnicListener *)opaque)->s, rnic_listener_accept, opaque);
+}
+
 static uint16_t rnic_cm_fail(const char *cmd, uint16_t status,
                              const char *why)
 {
@@ -537,7 +552,7 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     rnic_fd_names(fd, &l->local, NULL);
     p->local = l->local;
     p->listener_id = cpu_to_le32(l->id);
-    qemu_set_fd_handler(fd, rnic_listener_accept, NULL, l);
+    qemu_set_fd_handler(fd, rnic_listener_acceptable, NULL, l);
     trace_rnic_listen(l->id, le16_to_cpu(l->local.port));
     return RNIC_CMD_OK;
 }
@@ -571,8 +586,7 @@ static uint16_t rnic_cm_pdata(RnicState *s, const struct rnic_cmd_connect *p,
     if (len > RNIC_MAX_PDATA - 4) {     /* RFC 6581 takes 4 of the 512 */
         return RNIC_CMD_ERR_PARAM;
     }
-    if (len && pci_dma_read(PCI_DEVICE(s), le64_to_cpu(p->pdata_addr), buf,
-                            len)) {
+    if (len && rnic_pci_read(s, le64_to_cpu(p->pdata_addr), buf, len)) {
         return RNIC_CMD_ERR_DMA;
     }
     return RNIC_CMD_OK;
@@ -788,8 +802,7 @@ uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
     info.mpa_rev = c->mpa.peer.rev;
     info.mpa_crc = c->mpa.result.crc;
     memcpy(info.pdata, c->mpa.peer.pd, c->mpa.peer.pd_len);
-    if (pci_dma_write(PCI_DEVICE(s), le64_to_cpu(p->info_addr), &info,
-                      sizeof(info))) {
+    if (rnic_pci_write(s, le64_to_cpu(p->info_addr), &info, sizeof(info))) {
         return rnic_cm_fail("QUERY_CONN", RNIC_CMD_ERR_DMA,
                             "info buffer not writable");
     }

@@ -47,8 +47,7 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
             (s->stag_one_shot ? RNIC_DEV_STAG_ONE_SHOT : 0)),
     };
 
-    if (pci_dma_write(PCI_DEVICE(s), le64_to_cpu(in->attr_addr), &attr,
-                      sizeof(attr))) {
+    if (rnic_pci_write(s, le64_to_cpu(in->attr_addr), &attr, sizeof(attr))) {
         return RNIC_CMD_ERR_DMA;
     }
     return RNIC_CMD_OK;
@@ -131,7 +130,7 @@ void rnic_cmdq_run(void *opaque)
         struct rnic_cmd cmd;
         uint16_t status;
 
-        if (pci_dma_read(PCI_DEVICE(s), addr, &cmd, sizeof(cmd))) {
+        if (rnic_pci_read(s, addr, &cmd, sizeof(cmd))) {
             rnic_cmdq_fatal(s, addr);
             break;
         }
@@ -140,10 +139,8 @@ void rnic_cmdq_run(void *opaque)
                        status);
         cmd.status = cpu_to_le16(status);
         /* Outputs first, status last: the driver polls the status. */
-        if (pci_dma_write(PCI_DEVICE(s), addr + 8, cmd.u.raw,
-                          sizeof(cmd.u.raw)) ||
-            pci_dma_write(PCI_DEVICE(s), addr + 2, &cmd.status,
-                          sizeof(cmd.status))) {
+        if (rnic_pci_write(s, addr + 8, cmd.u.raw, sizeof(cmd.u.raw)) ||
+            rnic_pci_write(s, addr + 2, &cmd.status, sizeof(cmd.status))) {
             rnic_cmdq_fatal(s, addr);
             break;
         }

@@ -18,13 +18,13 @@
 #define RNIC_DP_IOV_MAX 64
 #define RNIC_DP_RX_CHUNK (64 * KiB)
 
-static void rnic_dp_read(void *opaque);
-static void rnic_dp_write(void *opaque);
+static void rnic_dp_readable(void *opaque);
+static void rnic_dp_writable(void *opaque);
 
 static void rnic_dp_set_handlers(RnicConn *c, bool want_write)
 {
-    qemu_set_fd_handler(c->fd, c->rx_stopped ? NULL : rnic_dp_read,
-                        want_write ? rnic_dp_write : NULL, c);
+    qemu_set_fd_handler(c->fd, c->rx_stopped ? NULL : rnic_dp_readable,
+                        want_write ? rnic_dp_writable : NULL, c);
 }
 
 static uint32_t rnic_term_arg0(struct rnic_term_code code)
@@ -224,6 +224,16 @@ static void rnic_dp_read(void *opaque)
 static void rnic_dp_write(void *opaque)
 {
     rnic_dp_pump(opaque);
+}
+
+static void rnic_dp_readable(void *opaque)
+{
+    rnic_guarded(((RnicConn *)opaque)->s, rnic_dp_read, opaque);
+}
+
+static void rnic_dp_writable(void *opaque)
+{
+    rnic_guarded(((RnicConn *)opaque)->s, rnic_dp_write, opaque);
 }
 
 void rnic_dp_init(RnicState *s)

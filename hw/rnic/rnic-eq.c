@@ -41,7 +41,7 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
         return;
     }
     addr = eq->base + (uint64_t)(eq->prod & (n - 1)) * RNIC_EVENT_SIZE;
-    if (pci_dma_write(PCI_DEVICE(s), addr, &ev, sizeof(ev))) {
+    if (rnic_pci_write(s, addr, &ev, sizeof(ev))) {
         qemu_log_mask(LOG_GUEST_ERROR, "rnic: event ring at 0x%" PRIx64
                       " is not writable by DMA; event dropped\n", addr);
         s->eq_dropped++;

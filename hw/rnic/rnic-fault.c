@@ -151,12 +151,17 @@ bool rnic_fault_drop(RnicConn *c, size_t bytes)
     return false;
 }
 
-static void rnic_fault_delay_expired(void *opaque)
+static void rnic_fault_delay_over(void *opaque)
 {
     RnicConn *c = opaque;
 
     c->delay_done = true;
     rnic_dp_pump(c);
+}
+
+static void rnic_fault_delay_expired(void *opaque)
+{
+    rnic_guarded(((RnicConn *)opaque)->s, rnic_fault_delay_over, opaque);
 }
 
 /* True while the burst about to be sent must still wait. */

@@ -21,19 +21,16 @@
 
 #define RNIC_PCIE_CAP_OFFSET 0xe0
 
-void rnic_irq(RnicState *s, unsigned vector)
-{
-    PCIDevice *pdev = PCI_DEVICE(s);
-
-    if (msix_enabled(pdev)) {
-        trace_rnic_irq(vector);
-        msix_notify(pdev, vector);
-    }
-}
-
-/* The documented reset state (docs/spec.md "Reset"). */
+/*
+ * The documented reset state (docs/spec.md "Reset").  Asked for from inside
+ * a device callback (a DMA write that resets the root port, say), it waits
+ * until that callback returns: the callback still holds what reset frees.
+ */
 void rnic_soft_reset(RnicState *s)
 {
+    if (rnic_defer(s, &s->reset_deferred, "reset")) {
+        return;
+    }
     rnic_cm_reset(s);
     rnic_verbs_reset(s);
     s->scratch = 0;
@@ -70,12 +67,27 @@ static bool rnic_parse_properties(RnicState *s, Error **errp)
 }
 
 /* Frees what rnic_realize() set up, in reverse order. */
-static void rnic_teardown(RnicState *s)
+void rnic_teardown(RnicState *s)
 {
+    if (s->wq_bh) {
+        qemu_bh_delete(s->wq_bh);
+        qemu_bh_delete(s->cmdq_bh);
+        s->wq_bh = s->cmdq_bh = NULL;
+    }
     rnic_cm_fini(s);
     rnic_verbs_fini(s);
     g_free(s->rx_buf);
     s->rx_buf = NULL;
+}
+
+static void rnic_cmdq_bh(void *opaque)
+{
+    rnic_guarded(opaque, rnic_cmdq_run, opaque);
+}
+
+static void rnic_wq_bh(void *opaque)
+{
+    rnic_guarded(opaque, rnic_wq_run, opaque);
 }
 
 static void rnic_realize(PCIDevice *pdev, Error **errp)
@@ -110,22 +122,28 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         rnic_teardown(s);
         return;
     }
-    s->cmdq_bh = qemu_bh_new_guarded(rnic_cmdq_run, s,
+    s->cmdq_bh = qemu_bh_new_guarded(rnic_cmdq_bh, s,
                                      &DEVICE(pdev)->mem_reentrancy_guard);
-    s->wq_bh = qemu_bh_new_guarded(rnic_wq_run, s,
+    s->wq_bh = qemu_bh_new_guarded(rnic_wq_bh, s,
                                    &DEVICE(pdev)->mem_reentrancy_guard);
     trace_rnic_realize(rnic_core_version());
 }
 
-/* Hot-unplug and device_del: connections are reset, objects freed. */
+/*
+ * Hot-unplug and device_del: connections are reset, objects freed.  When
+ * a device callback unplugged the device (a DMA write that powers off the
+ * slot), the callback still holds connections and QPs: they are freed when
+ * it returns, and until then the device stays off the bus.
+ */
 static void rnic_exit(PCIDevice *pdev)
 {
     RnicState *s = RNIC(pdev);
 
     trace_rnic_unrealize();
-    qemu_bh_delete(s->cmdq_bh);
-    qemu_bh_delete(s->wq_bh);
-    rnic_teardown(s);
+    s->unplugged = true;
+    if (!rnic_defer(s, &s->teardown_deferred, "unplug")) {
+        rnic_teardown(s);
+    }
     pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
@@ -188,9 +206,11 @@ static void rnic_set_handoff_fd(Object *obj, const char *value, Error **errp)
     if (fd < 0) {
         return;
     }
+    rnic_enter(s);
     if (!rnic_cm_hand_in_fd(s, fd, initiator, errp)) {
         close(fd);
     }
+    rnic_leave(s);
 }
 
 static void rnic_instance_init(Object *obj)

@@ -71,9 +71,8 @@ static void rnic_ring_reg_write(RnicState *s, hwaddr addr, uint32_t val)
     }
 }
 
-static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
+static uint64_t rnic_reg_load(RnicState *s, hwaddr addr)
 {
-    RnicState *s = opaque;
     uint64_t val = 0;
 
     switch (addr) {
@@ -128,11 +127,8 @@ static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
     return val;
 }
 
-static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
-                           unsigned size)
+static void rnic_reg_store(RnicState *s, hwaddr addr, uint64_t val)
 {
-    RnicState *s = opaque;
-
     trace_rnic_reg_write(addr, val);
     switch (addr) {
     case RNIC_REG_SCRATCH:
@@ -175,6 +171,24 @@ static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
         rnic_guest_error(addr, val, "write to an unknown register ignored");
         return;
     }
+}
+
+static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
+{
+    uint64_t val;
+
+    rnic_enter(opaque);
+    val = rnic_reg_load(opaque, addr);
+    rnic_leave(opaque);
+    return val;
+}
+
+static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    rnic_enter(opaque);
+    rnic_reg_store(opaque, addr, val);
+    rnic_leave(opaque);
 }
 
 const MemoryRegionOps rnic_reg_ops = {

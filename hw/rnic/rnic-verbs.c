@@ -123,8 +123,8 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_HANDLE, "no such PD");
     }
     pages = g_new(uint64_t, npages);
-    if (pci_dma_read(PCI_DEVICE(s), le64_to_cpu(p->pbl_addr), pages,
-                     npages * sizeof(uint64_t))) {
+    if (rnic_pci_read(s, le64_to_cpu(p->pbl_addr), pages,
+                      npages * sizeof(uint64_t))) {
         return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_DMA,
                              "page list not readable");
     }

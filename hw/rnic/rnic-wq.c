@@ -14,51 +14,6 @@
 #include "qp.h"
 #include "trace.h"
 
-/* ---- DMA for the protocol core ---- */
-
-static int rnic_dma_read_cb(void *opaque, uint64_t addr, void *buf,
-                            size_t len)
-{
-    return pci_dma_read(PCI_DEVICE(opaque), addr, buf, len) ? -1 : 0;
-}
-
-static int rnic_dma_write_cb(void *opaque, uint64_t addr, const void *buf,
-                             size_t len)
-{
-    return pci_dma_write(PCI_DEVICE(opaque), addr, buf, len) ? -1 : 0;
-}
-
-static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
-                             bool is_write)
-{
-    dma_addr_t l = *len;
-    void *p = pci_dma_map(PCI_DEVICE(opaque), addr, &l,
-                          is_write ? DMA_DIRECTION_FROM_DEVICE
-                                   : DMA_DIRECTION_TO_DEVICE);
-
-    *len = p ? l : 0;
-    return p;
-}
-
-static void rnic_dma_unmap_cb(void *opaque, void *host, size_t len,
-                              bool is_write, size_t written)
-{
-    pci_dma_unmap(PCI_DEVICE(opaque), host, len,
-                  is_write ? DMA_DIRECTION_FROM_DEVICE
-                           : DMA_DIRECTION_TO_DEVICE, written);
-}
-
-void rnic_dma_init(RnicState *s)
-{
-    s->dma = (struct rnic_dma) {
-        .opaque = s,
-        .read = rnic_dma_read_cb,
-        .write = rnic_dma_write_cb,
-        .map = rnic_dma_map_cb,
-        .unmap = rnic_dma_unmap_cb,
-    };
-}
-
 /* ---- completions to the guest ---- */
 
 static const uint8_t rnic_cqe_status_of_core[RNIC_WC_STATUS_COUNT] = {
@@ -127,7 +82,7 @@ void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq)
                         RNIC_CQE_SIZE;
 
         rnic_cqe_to_guest(&c, ((cq->prod >> cq->log_size) & 1) ^ 1, &e);
-        if (pci_dma_write(PCI_DEVICE(s), addr, &e, sizeof(e))) {
+        if (rnic_pci_write(s, addr, &e, sizeof(e))) {
             qemu_log_mask(LOG_GUEST_ERROR, "rnic: CQ %u ring at 0x%" PRIx64
                           " not writable; completion of wr_id 0x%" PRIx64
                           " lost\n", cq->cqn, addr, c.wr_id);
@@ -301,7 +256,7 @@ static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp, uint64_t addr,
     struct rnic_send_wr wr;
     int ret;
 
-    if (pci_dma_read(PCI_DEVICE(s), addr, &w, sizeof(w))) {
+    if (rnic_pci_read(s, addr, &w, sizeof(w))) {
         return "entry not readable by DMA";
     }
     *wr_id = le64_to_cpu(w.wr_id);
@@ -319,7 +274,7 @@ static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp, uint64_t addr,
     struct rnic_rq_wqe w;
     int ret;
 
-    if (pci_dma_read(PCI_DEVICE(s), addr, &w, sizeof(w))) {
+    if (rnic_pci_read(s, addr, &w, sizeof(w))) {
         return "entry not readable by DMA";
     }
     *wr_id = le64_to_cpu(w.wr_id);
@@ -359,7 +314,7 @@ static void rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq)
         struct rnic_rq_wqe w;
 
         /* An SRQ belongs to no QP: a bad entry is dropped and logged. */
-        if (pci_dma_read(PCI_DEVICE(s), addr, &w, sizeof(w)) ||
+        if (rnic_pci_read(s, addr, &w, sizeof(w)) ||
             rnic_post_recv_hw(s, &w, NULL, srq->core)) {
             qemu_log_mask(LOG_GUEST_ERROR, "rnic: SRQ %u entry %u not "
                           "accepted (unreadable, bad SGEs or queue full); "

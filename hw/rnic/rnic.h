@@ -164,6 +164,14 @@ struct RnicState {
     MemoryRegion regs;
     QEMUBH *cmdq_bh;
 
+    /* rnic-entry.c: how deep in device callbacks, and what waits for them */
+    unsigned entry_depth;
+    bool guard_saved;       /* the re-entrancy guard before the first entry */
+    bool running_deferred;
+    bool reset_deferred;
+    bool teardown_deferred;
+    bool unplugged;         /* unrealized: no more DMA or MSI-X */
+
     uint32_t scratch;
     uint32_t status;
     uint32_t control;
@@ -238,7 +246,6 @@ void rnic_wq_run(void *opaque);
 void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq);
 void rnic_cqs_flush_to_guest(RnicState *s);
 void rnic_cq_kick(RnicState *s, RnicCq *cq);
-void rnic_dma_init(RnicState *s);
 
 /* rnic-cm.c */
 RnicCmdFn rnic_cmd_listen, rnic_cmd_unlisten, rnic_cmd_connect,
@@ -278,8 +285,24 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
                   uint32_t arg1);
 
 /* rnic-pci.c */
-void rnic_irq(RnicState *s, unsigned vector);
 void rnic_soft_reset(RnicState *s);
+void rnic_teardown(RnicState *s);
+
+/* rnic-bus.c: all DMA and MSI-X; -1 (logged as a guest error) on failure */
+int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len);
+int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len);
+void rnic_dma_init(RnicState *s);
+void rnic_irq(RnicState *s, unsigned vector);
+
+/*
+ * rnic-entry.c: every callback from QEMU runs inside rnic_enter/leave (or
+ * through rnic_guarded).  rnic_defer() returns true, having set *flag,
+ * when the caller is inside a callback and must leave @what to its end.
+ */
+void rnic_enter(RnicState *s);
+void rnic_leave(RnicState *s);
+void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque);
+bool rnic_defer(RnicState *s, bool *flag, const char *what);
 
 static inline uint32_t rnic_ring_entries(const RnicRing *r)
 {

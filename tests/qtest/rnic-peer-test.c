@@ -12,6 +12,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "hw/pci/pci_regs.h"
 #include "libqos/rnic.h"
 
 #define IOVA        0x10000000ull
@@ -155,11 +156,12 @@ static void expect_closed(Peer *p)
 }
 
 /*
- * Device: PD, CQ, QP, a 16 KiB buffer registered for remote write with
- * @policy, listening.  Test: connects and does the MPA exchange.
+ * Device (started, in p->t): PD, CQ, QP, a 16 KiB buffer registered for
+ * remote write with @policy, listening.  Test: connects and does the MPA
+ * exchange.
  */
-static uint32_t peer_start_opts(Peer *p, uint8_t policy, bool crc,
-                                int rcvbuf, bool use_srq)
+static uint32_t peer_setup(Peer *p, uint8_t policy, bool crc, int rcvbuf,
+                           bool use_srq)
 {
     struct rnic_cmd_listen l = {
         .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
@@ -172,10 +174,8 @@ static uint32_t peer_start_opts(Peer *p, uint8_t policy, bool crc,
     uint32_t stag;
     struct rnic_cmd_reg_mr r;
 
-    memset(p, 0, sizeof(*p));
     p->crc = crc;
     p->msn[0] = p->msn[1] = p->msn[2] = 1;
-    rnic_test_start(&p->t, ",id=dev");
     rnic_test_enable(&p->t);
     p->pdn = rnic_create_pd(&p->t);
     p->cqn = rnic_create_cq(&p->t, CQ_LOG, 1, &p->cq_ring);
@@ -224,6 +224,14 @@ static uint32_t peer_start_opts(Peer *p, uint8_t policy, bool crc,
     g_assert_cmphex(rep[16] & 0x40, ==, crc ? 0x40 : 0);
     expect_event(p, RNIC_EV_CONN_ESTABLISHED, &ev);
     return stag;
+}
+
+static uint32_t peer_start_opts(Peer *p, uint8_t policy, bool crc,
+                                int rcvbuf, bool use_srq)
+{
+    memset(p, 0, sizeof(*p));
+    rnic_test_start(&p->t, ",id=dev");
+    return peer_setup(p, policy, crc, rcvbuf, use_srq);
 }
 
 static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
@@ -586,6 +594,111 @@ static void test_backpressure(void)
     peer_stop(&p);
 }
 
+/*
+ * Re-entrancy: the guest aims what the device writes from inside its
+ * socket handler (placed data, an MSI-X message) at the device's own
+ * registers or at the root port above it.  The device must refuse the
+ * first (a guest error), survive the second, and never reset or free
+ * itself under its own feet (docs/spec.md "DMA and interrupts").
+ */
+
+/* A one-page MR over @addr, whatever is there: the device cannot tell. */
+static uint32_t reg_page_at(Peer *p, uint64_t addr)
+{
+    uint32_t stag;
+
+    g_assert_cmphex(rnic_reg_mr(&p->t, p->pdn, addr, 4096,
+                                RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE,
+                                0x44, &stag), ==, RNIC_CMD_OK);
+    return stag;
+}
+
+/* Not reset: still enabled, and the QP still there (QUERY_QP succeeds). */
+static void assert_still_ready(Peer *p)
+{
+    g_assert_cmphex(rnic_rd(&p->t, RNIC_REG_STATUS), ==, RNIC_STATUS_READY);
+    rnic_query_qp_state(&p->t, p->qp.qpn);
+}
+
+static void test_write_into_own_bar(void)
+{
+    uint32_t reset = cpu_to_le32(RNIC_CONTROL_RESET);
+    uint32_t stag;
+    Peer p;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    stag = reg_page_at(&p, p.t.regs.addr);
+    rdma_write(&p, stag, RNIC_TEST_MR_IOVA + RNIC_REG_CONTROL, &reset, 4);
+    /* Placement failed: DDP local catastrophic error, stream ended. */
+    expect_terminate(&p, 0x100, 0);
+    assert_still_ready(&p);
+    peer_stop(&p);
+}
+
+/* A Send completes on an armed CQ whose MSI-X message is CONTROL.RESET. */
+static void test_msix_into_own_bar(void)
+{
+    struct rnic_rq_wqe rw = { .wr_id = cpu_to_le64(7) };
+    QPCIDevice *d;
+    struct rnic_cq_entry e;
+    uint8_t u[64];
+    uint64_t entry;
+    Peer p;
+    size_t h;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    d = p.t.dev;
+    entry = d->msix_table_off + 1 * PCI_MSIX_ENTRY_SIZE;
+    qpci_io_writel(d, d->msix_table_bar, entry + PCI_MSIX_ENTRY_LOWER_ADDR,
+                   p.t.regs.addr + RNIC_REG_CONTROL);
+    qpci_io_writel(d, d->msix_table_bar, entry + PCI_MSIX_ENTRY_UPPER_ADDR,
+                   p.t.regs.addr >> 32);
+    qpci_io_writel(d, d->msix_table_bar, entry + PCI_MSIX_ENTRY_DATA,
+                   RNIC_CONTROL_RESET);
+    rnic_post_recv(&p.t, &p.qp, &rw);
+    rnic_wr(&p.t, RNIC_REG_DB_CQ_ARM, p.cqn | RNIC_DB_ARM_NEXT);
+    rnic_settle(&p.t);
+    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    send_fpdu(&p, u, h);
+    for (int i = 0; i < 5000 && !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0,
+                                               &e); i++) {
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, 7);
+    assert_still_ready(&p);
+    peer_stop(&p);
+}
+
+/*
+ * A Write placed into the root port's config space (ECAM) powers the
+ * slot off: the device is unplugged while its socket handler runs.
+ */
+static void test_unplug_from_own_write(void)
+{
+    QTestState *qts;
+    uint16_t sltctl;
+    uint32_t stag;
+    uint8_t exp;
+    Peer p;
+
+    memset(&p, 0, sizeof(p));
+    rnic_test_start_in_slot(&p.t, ",id=dev");
+    peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
+    qts = p.t.qts;
+    exp = qpci_find_capability(p.t.port, PCI_CAP_ID_EXP, 0);
+    g_assert_cmpuint(exp, !=, 0);
+    sltctl = cpu_to_le16(qpci_config_readw(p.t.port, exp + PCI_EXP_SLTCTL) |
+                         PCI_EXP_SLTCTL_PWR_OFF);
+    stag = reg_page_at(&p, rnic_test_port_ecam(&p.t));
+    rdma_write(&p, stag, RNIC_TEST_MR_IOVA + exp + PCI_EXP_SLTCTL, &sltctl,
+               2);
+    qtest_qmp_eventwait(qts, "DEVICE_DELETED");
+    /* The device closed its connection on the way out; QEMU lives on. */
+    expect_closed(&p);
+    qtest_qmp_assert_success(qts, "{'execute': 'query-status'}");
+    peer_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -602,5 +715,9 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/backpressure", test_backpressure);
     qtest_add_func("/rnic/peer/srq-receives", test_srq_receives);
     qtest_add_func("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
+    qtest_add_func("/rnic/peer/write-into-own-bar", test_write_into_own_bar);
+    qtest_add_func("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);
+    qtest_add_func("/rnic/peer/unplug-from-own-write",
+                   test_unplug_from_own_write);
     return g_test_run();
 }

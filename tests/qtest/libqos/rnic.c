@@ -72,42 +72,88 @@ bool rnic_msix_fired(RnicTest *t, int v)
     return false;
 }
 
+static void rnic_test_use(RnicTest *t, QPCIDevice *dev)
+{
+    g_assert_nonnull(dev);
+    t->dev = dev;
+    qpci_device_enable(t->dev);
+    t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
+}
+
 static void rnic_test_open(RnicTest *t, int index)
 {
     RnicFind f = { .want = index };
 
     qpci_device_foreach(t->bus, RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID,
                         rnic_find, &f);
-    g_assert_nonnull(f.dev);
-    t->dev = f.dev;
-    qpci_device_enable(t->dev);
-    t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
+    rnic_test_use(t, f.dev);
+}
+
+static void rnic_test_init(RnicTest *t, const char *args)
+{
+    memset(t, 0, sizeof(*t));
+    t->owner = true;
+    t->qts = qtest_initf("-M q35 -nodefaults %s", args);
+    t->alloc = g_new0(QGuestAllocator, 1);
+    pc_alloc_init(t->alloc, t->qts, ALLOC_NO_FLAGS);
+    t->bus = qpci_new_pc(t->qts, t->alloc);
 }
 
 void rnic_test_start(RnicTest *t, const char *extra)
 {
-    memset(t, 0, sizeof(*t));
-    t->owner = true;
-    t->qts = qtest_initf("-M q35 -nodefaults -device rnic%s",
-                         extra ? extra : "");
-    t->alloc = g_new0(QGuestAllocator, 1);
-    pc_alloc_init(t->alloc, t->qts, ALLOC_NO_FLAGS);
-    t->bus = qpci_new_pc(t->qts, t->alloc);
+    g_autofree char *args = g_strdup_printf("-device rnic%s",
+                                            extra ? extra : "");
+
+    rnic_test_init(t, args);
     rnic_test_open(t, 0);
+}
+
+/*
+ * Without firmware nobody numbers the root port's bus or opens its memory
+ * window: do it as firmware would, so the device behind it is reachable
+ * (bus 1; libqos puts BARs at 0xe0000000 and up), and turn on ECAM.
+ */
+void rnic_test_start_in_slot(RnicTest *t, const char *extra)
+{
+    g_autofree char *args = g_strdup_printf(
+        "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
+        "-device pcie-root-port,id=rp0,bus=pcie.0,addr=0x%x,chassis=1 "
+        "-device rnic,bus=rp0%s", RNIC_TEST_PORT_SLOT, extra ? extra : "");
+    QPCIDevice *mch;
+
+    rnic_test_init(t, args);
+    t->port = qpci_device_find(t->bus, QPCI_DEVFN(RNIC_TEST_PORT_SLOT, 0));
+    g_assert_nonnull(t->port);
+    qpci_config_writeb(t->port, PCI_PRIMARY_BUS, 0);
+    qpci_config_writeb(t->port, PCI_SECONDARY_BUS, 1);
+    qpci_config_writeb(t->port, PCI_SUBORDINATE_BUS, 1);
+    qpci_config_writew(t->port, PCI_MEMORY_BASE, 0xe000);
+    qpci_config_writew(t->port, PCI_MEMORY_LIMIT, 0xfff0);
+    qpci_config_writew(t->port, PCI_COMMAND,
+                       PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    mch = qpci_device_find(t->bus, QPCI_DEVFN(0, 0));
+    qpci_config_writel(mch, RNIC_TEST_MCH_PCIEXBAR, RNIC_TEST_ECAM | 1);
+    qpci_config_writel(mch, RNIC_TEST_MCH_PCIEXBAR + 4, 0);
+    g_free(mch);
+    /* Bus 1 in libqos's devfn: the bus number sits above the 8 bits. */
+    rnic_test_use(t, qpci_device_find(t->bus, 1 << 8 | QPCI_DEVFN(0, 0)));
+}
+
+uint64_t rnic_test_port_ecam(RnicTest *t)
+{
+    return RNIC_TEST_ECAM + ((uint64_t)QPCI_DEVFN(RNIC_TEST_PORT_SLOT, 0)
+                             << 12);
 }
 
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b)
 {
-    memset(a, 0, sizeof(*a));
+    g_autofree char *args = g_strdup_printf(
+        "-device rnic,id=a%s -device rnic,id=b%s", extra_a ? extra_a : "",
+        extra_b ? extra_b : "");
+
+    rnic_test_init(a, args);
     memset(b, 0, sizeof(*b));
-    a->owner = true;
-    a->qts = qtest_initf("-M q35 -nodefaults -device rnic,id=a%s "
-                         "-device rnic,id=b%s", extra_a ? extra_a : "",
-                         extra_b ? extra_b : "");
-    a->alloc = g_new0(QGuestAllocator, 1);
-    pc_alloc_init(a->alloc, a->qts, ALLOC_NO_FLAGS);
-    a->bus = qpci_new_pc(a->qts, a->alloc);
     b->qts = a->qts;
     b->alloc = a->alloc;
     b->bus = a->bus;
@@ -149,6 +195,7 @@ void rnic_test_stop(RnicTest *t)
 {
     qpci_iounmap(t->dev, t->regs);
     g_free(t->dev);
+    g_free(t->port);
     if (t->owner) {
         qpci_free_pc(t->bus);
         alloc_destroy(t->alloc);
@@ -340,7 +387,7 @@ uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf,
     struct rnic_cmd_reg_mr p = {
         .pdn = cpu_to_le32(pdn),
         .access = cpu_to_le32(access),
-        .iova = cpu_to_le64(0x7f0000000000ull),
+        .iova = cpu_to_le64(RNIC_TEST_MR_IOVA),
         .length = cpu_to_le64(len),
         .pbl_addr = cpu_to_le64(pbl),
         .npages = cpu_to_le32(npages),

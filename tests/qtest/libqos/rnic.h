@@ -15,6 +15,10 @@
 #define RNIC_TEST_EQ_LOG      3
 #define RNIC_TEST_MSI_MAGIC   0x4d534900u     /* | vector */
 #define RNIC_TEST_TIMEOUT_US  (5 * G_USEC_PER_SEC)
+#define RNIC_TEST_MR_IOVA     0x7f0000000000ull   /* of rnic_reg_mr() */
+#define RNIC_TEST_PORT_SLOT   2       /* rnic_test_start_in_slot()'s port */
+#define RNIC_TEST_MCH_PCIEXBAR 0x60   /* q35 MCH: ECAM base | enable */
+#define RNIC_TEST_ECAM        0xb0000000ull
 
 typedef struct RnicTest {
     QTestState *qts;
@@ -22,6 +26,7 @@ typedef struct RnicTest {
     QPCIBus *bus;
     bool owner;             /* of qts, alloc and bus */
     QPCIDevice *dev;
+    QPCIDevice *port;       /* the root port above dev, or NULL */
     QPCIBar regs;
     uint64_t cmdq, eq, msi_mem;
     uint32_t cmd_prod, eq_cons;
@@ -39,6 +44,12 @@ void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val);
 
 /* Bring-up: QEMU with "-device rnic<extra>", then rings and MSI-X. */
 void rnic_test_start(RnicTest *t, const char *extra);
+/*
+ * The same behind a hot-pluggable PCIe root port (t->port), with the
+ * port's config space reachable by DMA at rnic_test_port_ecam() (ECAM).
+ */
+void rnic_test_start_in_slot(RnicTest *t, const char *extra);
+uint64_t rnic_test_port_ecam(RnicTest *t);
 /* Two rnic devices in one VM (ids a and b); stop b before a. */
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b);

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What the device does on the PCI bus: DMA into guest memory and MSI-X
+ * messages.  A leaf: nothing here calls back into the rest of the device.
+ *
+ * Every address used here comes from the guest.  Three rules keep that
+ * safe: once the device is unplugged nothing touches the bus (its address
+ * space is being freed); zero-copy mappings are only taken of RAM, so a
+ * write aimed at MMIO goes through the copy path and fails visibly instead
+ * of vanishing in a bounce buffer; and an MSI-X message aimed at the
+ * device's own BARs is refused before it is sent (the re-entrancy guard,
+ * rnic-entry.c, refuses any other DMA into them).
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/rcu.h"
+#include "exec/memory.h"
+#include "hw/pci/msi.h"
+#include "hw/pci/msix.h"
+#include "rnic.h"
+#include "trace.h"
+
+static void rnic_dma_refused(RnicState *s, const char *dir, uint64_t addr,
+                             size_t len)
+{
+    if (s->unplugged) {
+        return;     /* the guest has no device to be told about */
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: DMA %s of %zu bytes at 0x%" PRIx64
+                  " failed: not RAM, bus mastering off, or the device's own "
+                  "registers\n", dir, len, addr);
+    trace_rnic_err_dma(dir, addr, len);
+}
+
+int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len)
+{
+    if (s->unplugged || pci_dma_read(PCI_DEVICE(s), addr, buf, len)) {
+        rnic_dma_refused(s, "read", addr, len);
+        return -1;
+    }
+    return 0;
+}
+
+int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len)
+{
+    if (s->unplugged || pci_dma_write(PCI_DEVICE(s), addr, buf, len)) {
+        rnic_dma_refused(s, "write", addr, len);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- DMA for the protocol core (core/dma.h) ---- */
+
+static int rnic_dma_read_cb(void *opaque, uint64_t addr, void *buf,
+                            size_t len)
+{
+    return rnic_pci_read(opaque, addr, buf, len);
+}
+
+static int rnic_dma_write_cb(void *opaque, uint64_t addr, const void *buf,
+                             size_t len)
+{
+    return rnic_pci_write(opaque, addr, buf, len);
+}
+
+static bool rnic_dma_is_ram(PCIDevice *pdev, uint64_t addr, bool is_write)
+{
+    MemTxAttrs attrs = MEMTXATTRS_UNSPECIFIED;
+    hwaddr xlat, len = 1;
+    MemoryRegion *mr;
+
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(pci_get_address_space(pdev), addr, &xlat,
+                                 &len, is_write, attrs);
+    return memory_access_is_direct(mr, is_write, attrs);
+}
+
+static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
+                             bool is_write)
+{
+    RnicState *s = opaque;
+    dma_addr_t l = *len;
+    void *p = NULL;
+
+    if (!s->unplugged && rnic_dma_is_ram(PCI_DEVICE(s), addr, is_write)) {
+        p = pci_dma_map(PCI_DEVICE(s), addr, &l,
+                        is_write ? DMA_DIRECTION_FROM_DEVICE
+                                 : DMA_DIRECTION_TO_DEVICE);
+    }
+    *len = p ? l : 0;
+    return p;
+}
+
+static void rnic_dma_unmap_cb(void *opaque, void *host, size_t len,
+                              bool is_write, size_t written)
+{
+    pci_dma_unmap(PCI_DEVICE(opaque), host, len,
+                  is_write ? DMA_DIRECTION_FROM_DEVICE
+                           : DMA_DIRECTION_TO_DEVICE, written);
+}
+
+void rnic_dma_init(RnicState *s)
+{
+    s->dma = (struct rnic_dma) {
+        .opaque = s,
+        .read = rnic_dma_read_cb,
+        .write = rnic_dma_write_cb,
+        .map = rnic_dma_map_cb,
+        .unmap = rnic_dma_unmap_cb,
+    };
+}
+
+/* ---- MSI-X ---- */
+
+static bool rnic_hits_own_bar(PCIDevice *pdev, uint64_t addr)
+{
+    for (int bar = 0; bar < PCI_NUM_REGIONS; bar++) {
+        pcibus_t base = pci_get_bar_addr(pdev, bar);
+        pcibus_t size = pdev->io_regions[bar].size;
+
+        if (size && base != PCI_BAR_UNMAPPED && addr - base < size) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void rnic_irq(RnicState *s, unsigned vector)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    MSIMessage msg;
+
+    if (s->unplugged || !msix_enabled(pdev)) {
+        return;
+    }
+    msg = msix_get_message(pdev, vector);
+    if (!msix_is_masked(pdev, vector) &&
+        rnic_hits_own_bar(pdev, msg.address)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: MSI-X vector %u points at the "
+                      "device's own BAR (0x%" PRIx64 "); message not sent\n",
+                      vector, msg.address);
+        trace_rnic_err_msix_target(vector, msg.address);
+        return;
+    }
+    trace_rnic_irq(vector);
+    msix_notify(pdev, vector);
+}
