@@ -112,6 +112,8 @@ static void connect_pair(Side *a, Side *b, const char *extra_a,
     struct rnic_event ev;
     struct rnic_cmd cmd;
 
+    memset(a, 0, sizeof(*a));
+    memset(b, 0, sizeof(*b));
     rnic_test_start_pair(&a->t, &b->t, extra_a, extra_b);
     side_setup(a, access);
     side_setup(b, access);

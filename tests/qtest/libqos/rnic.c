@@ -219,7 +219,9 @@ struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
     gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
 
     g_assert_cmpuint(len, <=, sizeof(cmd.u));
-    memcpy(cmd.u.raw, payload, len);
+    if (len) {
+        memcpy(cmd.u.raw, payload, len);
+    }
     qtest_memwrite(t->qts, slot, &cmd, sizeof(cmd));
     rnic_wr(t, RNIC_REG_CMDQ_PROD, ++t->cmd_prod);
     while (!rnic_msix_fired(t, RNIC_MSIX_VEC_ADMIN)) {

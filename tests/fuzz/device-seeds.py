@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Seeds for `make fuzz-device` (QEMU's generic-fuzz on -device rnic): each
+# brings the device up as a driver does — rings programmed, ENABLE — and
+# then rings one doorbell while the fuzzer's DMA pattern stands in for the
+# descriptors the device fetches.  Without them the fuzzer would first
+# have to find the bring-up sequence on its own.  Register offsets and
+# opcodes come from include/rnic/rnic-abi.h, so they never drift.
+#
+# Input format (tests/qtest/fuzz/generic_fuzz.c in QEMU): commands split
+# by "FUZZ"; the first byte of each is the operation modulo 10.
+# Usage: device-seeds.py ABI_HEADER OUTPUT_DIR
+import re
+import struct
+import sys
+from pathlib import Path
+
+OP_WRITE, OP_ADD_DMA_PATTERN, OP_CLOCK_STEP = 3, 7, 9
+LONG = 2            # generic-fuzz's access sizes: Byte, Word, Long, Quad
+SEP = b"FUZZ"
+CMDQ, EQ = 0x100000, 0x200000   # guest RAM, 4 KiB aligned
+
+
+def abi_constants(header):
+    text = Path(header).read_text()
+    regs = {m[0]: int(m[1], 16) for m in
+            re.findall(r"#define (RNIC_REG_\w+)\s+(0x[0-9a-f]+)", text)}
+    # Opcodes are written 0xNN, statuses 0xNNNN.
+    cmds = {m[0]: int(m[1], 16) for m in
+            re.findall(r"(RNIC_CMD_[A-Z_]+)\s*=\s*(0x[0-9a-f]{2}),", text)}
+    return regs, cmds
+
+
+def write(reg, value):
+    # struct { u8 size; u8 base; u32 offset; u64 value; } with its padding;
+    # base 0 is the first fuzzable region, BAR 0 (lowest address).
+    return bytes([OP_WRITE]) + struct.pack("<BBxxIQ", LONG, 0, reg, value)
+
+
+def dma_pattern(data, index=4, stride=1):
+    return bytes([OP_ADD_DMA_PATTERN, index, stride]) + data
+
+
+def bring_up(r):
+    return [write(r["RNIC_REG_CMDQ_BASE_LO"], CMDQ),
+            write(r["RNIC_REG_CMDQ_BASE_HI"], 0),
+            write(r["RNIC_REG_CMDQ_LOG_SIZE"], 4),
+            write(r["RNIC_REG_EQ_BASE_LO"], EQ),
+            write(r["RNIC_REG_EQ_BASE_HI"], 0),
+            write(r["RNIC_REG_EQ_LOG_SIZE"], 3),
+            write(r["RNIC_REG_CONTROL"], 1)]
+
+
+def command(opcode, payload_words):
+    # opcode, flags (IRQ), status, cookie, then payload words.
+    body = struct.pack("<BBHI", opcode, 1, 0, 0)
+    body += b"".join(struct.pack("<I", w) for w in payload_words)
+    return body.ljust(64, b"\0")
+
+
+def main(header, out):
+    r, cmds = abi_constants(header)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = {"enable": bring_up(r)}
+    for name, op in cmds.items():
+        # Small ids and lengths: the first PD, CQ or QP is 1.
+        cmd = command(op, [1, 0, 0x1000, 0, 4096, 0, 1, 12, 3, 3, 1, 1])
+        seeds[name.lower()] = (bring_up(r) + [dma_pattern(cmd)] +
+                               [write(r["RNIC_REG_CMDQ_PROD"], 4),
+                                bytes([OP_CLOCK_STEP])])
+    for db in ("DB_SQ", "DB_RQ", "DB_SRQ", "DB_CQ", "DB_CQ_ARM"):
+        seeds[db.lower()] = (bring_up(r) +
+                             [dma_pattern(bytes(range(64)), 0, 1),
+                              write(r["RNIC_REG_" + db], 0x00030001),
+                              bytes([OP_CLOCK_STEP])])
+    for name, ops in seeds.items():
+        (out / name).write_bytes(SEP.join(ops))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

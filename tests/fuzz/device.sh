@@ -1,0 +1,20 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# QEMU's generic-fuzz target on -device rnic: the fuzzer writes and reads
+# the device's BARs (registers, doorbells, the MSI-X table) and answers
+# every DMA read the device makes (command descriptors, WQEs, page lists)
+# with its own bytes.  The sanitizer build (build/qemu-san) reports any
+# memory error.  Usage: device.sh QEMU_SAN_BUILD [libFuzzer options...]
+set -u
+build=$1
+shift
+# LISTEN and CONNECT stay on an address nothing else on the host uses, so
+# fuzzing never reaches a real service (or another test's socket).
+addr=127.255.255.254
+export QEMU_FUZZ_ARGS="-M q35 -nodefaults -device rnic,listen-allow=$addr,peer-allow=$addr"
+# The device's memory regions: rnic-regs (BAR 0) and its MSI-X BAR.
+export QEMU_FUZZ_OBJECTS="rnic*"
+export ASAN_OPTIONS=detect_leaks=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+exec "$build/qemu-fuzz-x86_64" --fuzz-target=generic-fuzz "$@"
