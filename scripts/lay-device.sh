@@ -53,6 +53,7 @@ link "$repo/hw/rnic/rnic-devices.mak" "$qemu/configs/devices/x86_64-softmmu/rnic
 for t in "$repo"/tests/qtest/*.c; do
     link "$t" "$qemu/tests/qtest/$(basename "$t")"
 done
+link "$repo/tests/bench/device-bench.c" "$qemu/tests/qtest/rnic-device-bench.c"
 for t in "$repo"/tests/qtest/libqos/*.[ch]; do
     link "$t" "$qemu/tests/qtest/libqos/$(basename "$t")"
 done
@@ -62,7 +63,8 @@ wire "$qemu/hw/meson.build" \
     "^subdir\('rnic-core'\)" "subdir('rnic') $mark"
 wire "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
 wire "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
-qtests="'rnic-test', 'rnic-cm-test', 'rnic-dp-test', 'rnic-peer-test'"
+qtests="'rnic-test', 'rnic-cm-test', 'rnic-dp-test', 'rnic-peer-test',"
+qtests="$qtests 'rnic-device-bench'"
 wire "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
     "qtests_x86_64 += [$qtests] $mark"
 wire "$qemu/tests/qtest/libqos/meson.build" "^        'e1000e.c',$" \
