@@ -23,10 +23,10 @@
 #include "libqos/rnic.h"
 
 #define RUNS        5
-#define XFERS       16              /* 1 MiB transfers per timed run */
+#define XFERS       64              /* 1 MiB transfers per timed run */
 #define MIB         (1024 * 1024)
 #define PINGS       200
-#define QP_LOG      6
+#define QP_LOG      7
 #define CQ_LOG      8
 #define SMALL       (MIB)           /* offset of the 64-byte buffers */
 #define BUF         (MIB + 4096)
@@ -79,32 +79,6 @@ static void dev_start(Dev *d, const char *args)
     d->buf = guest_alloc(d->t.alloc, BUF);
     g_assert_cmphex(rnic_reg_mr(&d->t, d->pdn, d->buf, BUF, access, 1,
                                 &d->stag), ==, RNIC_CMD_OK);
-}
-
-/* a listens, b connects: two QEMU processes, one TCP connection. */
-static void dev_connect(Dev *a, Dev *b)
-{
-    struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
-        .backlog = 1,
-    };
-    struct rnic_cmd_connect k = { .ird = 16, .ord = 16 };
-    struct rnic_event ev;
-    struct rnic_cmd cmd;
-
-    cmd = rnic_cmd_ok(&a->t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    k.peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local;
-    k.qpn = cpu_to_le32(b->qp.qpn);
-    rnic_cmd_ok(&b->t, RNIC_CMD_CONNECT, &k, sizeof(k));
-    rnic_wait_event(&a->t, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
-    k.conn_id = ev.id;
-    k.qpn = cpu_to_le32(a->qp.qpn);
-    rnic_cmd_ok(&a->t, RNIC_CMD_ACCEPT, &k, sizeof(k));
-    rnic_wait_event(&a->t, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
-    rnic_wait_event(&b->t, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
 }
 
 /* Polls without sleeping: the latency figure depends on it. */
@@ -287,7 +261,7 @@ static void bench_pair(const char *suffix, const char *args, double tcp_mbs,
 
     dev_start(&a, args);
     dev_start(&b, args);
-    dev_connect(&a, &b);
+    rnic_connect_qps(&a.t, a.qp.qpn, &b.t, b.qp.qpn, 16);
     for (int r = 0; r < RUNS; r++) {
         t[r] = dev_write_run(&a, &b);
     }

@@ -104,29 +104,13 @@ static void connect_pair(Side *a, Side *b, const char *extra_a,
 {
     const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ |
                             RNIC_ACC_REMOTE_WRITE | RNIC_ACC_REMOTE_ATOMIC;
-    struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
-        .backlog = 1,
-    };
-    struct rnic_cmd_connect k = { .ird = 4, .ord = 4 };
-    struct rnic_event ev;
-    struct rnic_cmd cmd;
 
     memset(a, 0, sizeof(*a));
     memset(b, 0, sizeof(*b));
     rnic_test_start_pair(&a->t, &b->t, extra_a, extra_b);
     side_setup(a, access);
     side_setup(b, access);
-    cmd = rnic_cmd_ok(&a->t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    k.peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local;
-    k.qpn = cpu_to_le32(b->qp.qpn);
-    rnic_cmd_ok(&b->t, RNIC_CMD_CONNECT, &k, sizeof(k));
-    side_expect_event(a, RNIC_EV_CONN_REQUEST, &ev);
-    k.conn_id = ev.id;
-    k.qpn = cpu_to_le32(a->qp.qpn);
-    rnic_cmd_ok(&a->t, RNIC_CMD_ACCEPT, &k, sizeof(k));
-    side_expect_event(a, RNIC_EV_CONN_ESTABLISHED, &ev);
-    side_expect_event(b, RNIC_EV_CONN_ESTABLISHED, &ev);
+    rnic_connect_qps(&a->t, a->qp.qpn, &b->t, b->qp.qpn, 4);
     g_assert_cmpuint(rnic_query_qp_state(&a->t, a->qp.qpn), ==, RNIC_QPS_RTS);
     g_assert_cmpuint(rnic_query_qp_state(&b->t, b->qp.qpn), ==, RNIC_QPS_RTS);
 }

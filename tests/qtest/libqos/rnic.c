@@ -540,3 +540,29 @@ void rnic_post_srq(RnicTest *t, RnicTestQp *srq, const struct rnic_rq_wqe *w)
     qtest_memwrite(t->qts, slot, w, sizeof(*w));
     rnic_wr(t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(srq->qpn, ++srq->rq_prod));
 }
+
+void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
+                      uint8_t ird_ord)
+{
+    struct rnic_cmd_listen l = {
+        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+        .backlog = 1,
+    };
+    struct rnic_cmd_connect k = { .ird = ird_ord, .ord = ird_ord };
+    struct rnic_event ev;
+    struct rnic_cmd cmd;
+
+    cmd = rnic_cmd_ok(a, RNIC_CMD_LISTEN, &l, sizeof(l));
+    k.peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local;
+    k.qpn = cpu_to_le32(qpb);
+    rnic_cmd_ok(b, RNIC_CMD_CONNECT, &k, sizeof(k));
+    rnic_wait_event(a, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    k.conn_id = ev.id;
+    k.qpn = cpu_to_le32(qpa);
+    rnic_cmd_ok(a, RNIC_CMD_ACCEPT, &k, sizeof(k));
+    rnic_wait_event(a, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+    rnic_wait_event(b, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+}

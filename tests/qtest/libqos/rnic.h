@@ -95,6 +95,12 @@ void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
 uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn);
 bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t index,
                    struct rnic_cq_entry *e);
+/*
+ * @a listens on 127.0.0.1, @b's QP @qpb connects with IRD = ORD = @ird_ord,
+ * @a's QP @qpa accepts; returns once both saw CONN_ESTABLISHED.
+ */
+void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
+                      uint8_t ird_ord);
 /* Lets the device's bottom halves run. */
 void rnic_settle(RnicTest *t);
 
