@@ -131,7 +131,8 @@ run: qemu
 	    grep -v -e '^(qemu)' -e '^QEMU .* monitor'
 
 # QEMU's checkpatch on our files that live in QEMU's tree.
-LINT_QEMU := $(wildcard hw/rnic/*.[ch] tests/qtest/rnic*.c tests/qtest/libqos/rnic.[ch])
+LINT_QEMU := $(wildcard hw/rnic/*.[ch] tests/qtest/rnic*.c tests/qtest/libqos/rnic.[ch] \
+               tests/bench/device-bench.c)
 lint: need-configure
 	@for f in $(LINT_QEMU); do \
 	    perl $(QEMU_SRC)/scripts/checkpatch.pl --no-tree -q -f $$f || exit 1; \
