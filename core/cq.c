@@ -23,6 +23,8 @@ struct rnic_cq {
     enum rnic_cq_armed armed;
     rnic_cq_notify_fn *notify;
     void *opaque;
+    rnic_cq_notify_fn *changed;
+    void *changed_opaque;
 };
 
 struct rnic_cq *rnic_cq_new(uint32_t depth, rnic_cq_notify_fn *notify,
@@ -46,6 +48,20 @@ struct rnic_cq *rnic_cq_new(uint32_t depth, rnic_cq_notify_fn *notify,
     cq->notify = notify;
     cq->opaque = opaque;
     return cq;
+}
+
+void rnic_cq_set_changed(struct rnic_cq *cq, rnic_cq_notify_fn *changed,
+                         void *opaque)
+{
+    cq->changed = changed;
+    cq->changed_opaque = opaque;
+}
+
+static void rnic_cq_changed(struct rnic_cq *cq)
+{
+    if (cq->changed) {
+        cq->changed(cq->changed_opaque, cq);
+    }
 }
 
 int rnic_cq_destroy(struct rnic_cq *cq)
@@ -100,6 +116,7 @@ int rnic_cq_push(struct rnic_cq *cq, const struct rnic_cqe *cqe)
     }
     if (cq->count == cq->depth) {
         cq->overflowed = true;
+        rnic_cq_changed(cq);
         return -ENOSPC;
     }
     cq->ring[rnic_ring_slot(cq->head, cq->count, cq->depth)] = *cqe;
@@ -111,6 +128,7 @@ int rnic_cq_push(struct rnic_cq *cq, const struct rnic_cqe *cqe)
             cq->notify(cq->opaque, cq);
         }
     }
+    rnic_cq_changed(cq);
     return 0;
 }
 

@@ -33,6 +33,14 @@ enum rnic_cq_arm {
 struct rnic_cq *rnic_cq_new(uint32_t depth, rnic_cq_notify_fn *notify,
                             void *opaque);
 
+/*
+ * @changed is called after every rnic_cq_push() (a CQE added, or the CQ
+ * overflowed), so that its owner learns which CQs have news without
+ * scanning them all.  NULL: nobody listens.
+ */
+void rnic_cq_set_changed(struct rnic_cq *cq, rnic_cq_notify_fn *changed,
+                         void *opaque);
+
 /* -EBUSY (and nothing freed) while a QP still references the CQ. */
 int rnic_cq_destroy(struct rnic_cq *cq);
 

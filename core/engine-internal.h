@@ -113,6 +113,7 @@ struct rnic_ep {
     uint32_t ring_head;
     uint32_t ring_count;
     uint32_t offered;           /* of those, handed out since the advance */
+    uint64_t fpdus_sent;        /* retired from the ring, sent whole */
     unsigned cuts;              /* times FPDUs were dropped unsent */
     uint8_t *bounce;            /* payload when it cannot be mapped */
     bool bounce_busy;           /* an FPDU in the ring uses it */

@@ -164,6 +164,13 @@ int rnic_ep_connection_closed(struct rnic_ep *ep)
     return ep_modify(ep, ep->qp->state, true);
 }
 
+void rnic_ep_local_error(struct rnic_ep *ep)
+{
+    /* RFC 5040 section 7.2: local catastrophic errors carry code 0 */
+    rnic_ep_fail(ep, rnic_term_rdmap(RNIC_RDMAP_ETYPE_LOCAL_CATASTROPHIC, 0),
+                 NULL, 0, RNIC_QP_TERMINATE);
+}
+
 /* TERMINATE is reachable from RTS only; elsewhere the QP goes to ERROR. */
 void rnic_ep_set_state(struct rnic_ep *ep, enum rnic_qp_state to)
 {

@@ -144,6 +144,26 @@ size_t rnic_ep_tx_peek(struct rnic_ep *ep, struct iovec *iov, int max,
 size_t rnic_ep_tx_peek_batch(struct rnic_ep *ep, struct iovec *iov, int max,
                              int *cnt, int max_fpdus);
 /*
+ * Where each FPDU of a peek lies, for a filter on the way to the socket
+ * (the device's fault injection) that must not re-parse the stream.
+ */
+struct rnic_ep_tx_fpdu {
+    uint64_t seq;       /* FPDUs this endpoint sent whole before it */
+    int end;            /* one past its last iovec in iov[] */
+    bool tail;          /* its last iovec ends with the CRC (not cut) */
+};
+
+/*
+ * As rnic_ep_tx_peek_batch(), also describing each FPDU handed out in
+ * fpdus[] (room for @max_fpdus), their count in *nfpdus.
+ */
+size_t rnic_ep_tx_peek_fpdus(struct rnic_ep *ep, struct iovec *iov, int max,
+                             int *cnt, int max_fpdus,
+                             struct rnic_ep_tx_fpdu *fpdus, int *nfpdus);
+/* FPDUs (Terminate included) whose last octet was advanced past. */
+uint64_t rnic_ep_tx_fpdus_sent(const struct rnic_ep *ep);
+
+/*
  * @sent octets of what tx_peek returned were written; any amount, across
  * FPDU boundaries.  Completions of the messages whose last octet is now
  * sent are reported, in order; the Terminate's last octet calls term_sent.
@@ -158,6 +178,13 @@ void rnic_ep_tx_advance(struct rnic_ep *ep, size_t sent);
 int rnic_ep_modify(struct rnic_ep *ep, enum rnic_qp_state to);
 /* The LLP connection is gone (see rnic_qp_connection_closed()). */
 int rnic_ep_connection_closed(struct rnic_ep *ep);
+/*
+ * The device found the QP's own work unusable (a malformed work queue
+ * entry): the stream ends as for any local error, with a Terminate
+ * (RDMAP, local catastrophic), the QP in TERMINATE and then ERROR, and
+ * the message in progress dropped unless it was partly sent.
+ */
+void rnic_ep_local_error(struct rnic_ep *ep);
 
 /* ---- Terminate messages (term.c) ---- */
 

@@ -145,6 +145,7 @@ struct tx_peek {
     int max;
     int n;
     size_t total;
+    struct rnic_ep_tx_fpdu *fpdus;  /* or NULL */
 };
 
 /*
@@ -162,7 +163,9 @@ static bool tx_offer(struct rnic_ep *ep, uint32_t i, struct tx_peek *p)
               p->total + out->len > RNIC_EP_TX_BATCH_BYTES)) {
         return false;
     }
-    for (int k = 0; k < out->iovcnt && p->n < p->max; k++) {
+    int k;
+
+    for (k = 0; k < out->iovcnt && p->n < p->max; k++) {
         size_t len = out->iov[k].iov_len;
 
         if (skip >= len) {
@@ -174,6 +177,11 @@ static bool tx_offer(struct rnic_ep *ep, uint32_t i, struct tx_peek *p)
         p->total += len - skip;
         skip = 0;
         p->n++;
+    }
+    if (p->fpdus) {
+        p->fpdus[i] = (struct rnic_ep_tx_fpdu) {
+            .seq = ep->fpdus_sent + i, .end = p->n, .tail = k == out->iovcnt,
+        };
     }
     return true;
 }
@@ -190,8 +198,9 @@ static size_t tx_fpdu_len_max(const struct rnic_ep *ep)
     return len;
 }
 
-size_t rnic_ep_tx_peek_batch(struct rnic_ep *ep, struct iovec *iov, int max,
-                             int *cnt, int max_fpdus)
+size_t rnic_ep_tx_peek_fpdus(struct rnic_ep *ep, struct iovec *iov, int max,
+                             int *cnt, int max_fpdus,
+                             struct rnic_ep_tx_fpdu *fpdus, int *nfpdus)
 {
     uint32_t limit = max_fpdus < 1 ? 1 : (uint32_t)max_fpdus;
     struct tx_peek p;
@@ -202,7 +211,7 @@ size_t rnic_ep_tx_peek_batch(struct rnic_ep *ep, struct iovec *iov, int max,
         limit = RNIC_EP_TX_BATCH_FPDUS;
     }
 restart:
-    p = (struct tx_peek) { .iov = iov, .max = max };
+    p = (struct tx_peek) { .iov = iov, .max = max, .fpdus = fpdus };
     cuts = ep->cuts;
     for (i = 0; i < limit; i++) {
         if (i == ep->ring_count) {
@@ -229,7 +238,21 @@ restart:
         ep->offered = i;
     }
     *cnt = p.n;
+    if (nfpdus) {
+        *nfpdus = p.n ? (int)i : 0;
+    }
     return p.total;
+}
+
+size_t rnic_ep_tx_peek_batch(struct rnic_ep *ep, struct iovec *iov, int max,
+                             int *cnt, int max_fpdus)
+{
+    return rnic_ep_tx_peek_fpdus(ep, iov, max, cnt, max_fpdus, NULL, NULL);
+}
+
+uint64_t rnic_ep_tx_fpdus_sent(const struct rnic_ep *ep)
+{
+    return ep->fpdus_sent;
 }
 
 size_t rnic_ep_tx_peek(struct rnic_ep *ep, struct iovec *iov, int max,
@@ -251,6 +274,7 @@ static bool tx_retire(struct rnic_ep *ep)
     rnic_tx_unmap(ep, d);
     ep->ring_head = (ep->ring_head + 1) % RNIC_EP_TX_BATCH_FPDUS;
     ep->ring_count--;
+    ep->fpdus_sent++;
     if (term) {
         ep->term = RNIC_TERM_SENT;
         if (ep->ops && ep->ops->term_sent) {

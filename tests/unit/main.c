@@ -21,6 +21,8 @@ int main(void)
         engine_suite,
         term_suite,
         loopback_suite,
+        addr_policy_suite,
+        abi_wr_suite,
     };
     SRunner *sr = srunner_create(NULL);
     int failed;

@@ -16,5 +16,7 @@ Suite *stag_suite(void);
 Suite *engine_suite(void);
 Suite *term_suite(void);
 Suite *loopback_suite(void);
+Suite *addr_policy_suite(void);
+Suite *abi_wr_suite(void);
 
 #endif

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Guest queue entries to core work requests and back (core/abi_wr.c). */
+#include <endian.h>
+#include <string.h>
+#include <check.h>
+#include "abi_wr.h"
+#include "suites.h"
+
+START_TEST(test_send_translated)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = htole64(0x1122334455667788ull),
+        .opcode = RNIC_WQE_WRITE,
+        .flags = RNIC_WQE_FLAG_SIGNALED | RNIC_WQE_FLAG_FENCE,
+        .num_sge = 2,
+        .remote_stag = htole32(0xabcd01),
+        .remote_addr = htole64(0x1000),
+        .sge = { { .stag = htole32(7), .addr = htole64(0x20),
+                   .length = htole32(30) },
+                 { .stag = htole32(8), .addr = htole64(0x40),
+                   .length = htole32(50) } },
+    };
+    struct rnic_send_wr wr;
+
+    ck_assert_ptr_null(rnic_abi_send_wr(&w, &wr));
+    ck_assert_uint_eq(wr.wr_id, 0x1122334455667788ull);
+    ck_assert_int_eq(wr.opcode, RNIC_WR_WRITE);
+    ck_assert_uint_eq(wr.flags, RNIC_WR_SIGNALED | RNIC_WR_FENCE);
+    ck_assert_uint_eq(wr.num_sge, 2);
+    ck_assert_uint_eq(wr.sge[1].stag, 8);
+    ck_assert_uint_eq(wr.sge[1].to, 0x40);
+    ck_assert_uint_eq(wr.sge[1].length, 50);
+    ck_assert_uint_eq(wr.remote_stag, 0xabcd01);
+    ck_assert_uint_eq(wr.remote_to, 0x1000);
+}
+END_TEST
+
+START_TEST(test_send_inline_and_bind)
+{
+    struct rnic_sq_wqe w = {
+        .opcode = RNIC_WQE_SEND, .flags = RNIC_WQE_FLAG_INLINE, .num_sge = 5,
+    };
+    struct rnic_send_wr wr;
+
+    memcpy(w.sge, "hello", 5);
+    ck_assert_ptr_null(rnic_abi_send_wr(&w, &wr));
+    ck_assert_uint_eq(wr.inline_len, 5);
+    ck_assert_mem_eq(wr.inline_data, "hello", 5);
+
+    memset(&w, 0, sizeof(w));
+    w.opcode = RNIC_WQE_BIND_MW;
+    w.remote_stag = htole32(0x500);
+    w.bind_access = htole32(0x7f000003);
+    w.num_sge = 1;
+    w.sge[0] = (struct rnic_wqe_sge) {
+        .addr = htole64(0x3000), .length = htole32(4096), .stag = htole32(9),
+    };
+    ck_assert_ptr_null(rnic_abi_send_wr(&w, &wr));
+    ck_assert_int_eq(wr.opcode, RNIC_WR_BIND_MW);
+    ck_assert_uint_eq(wr.bind.mw_stag, 0x500);
+    ck_assert_uint_eq(wr.bind.mr_stag, 9);
+    ck_assert_uint_eq(wr.bind.length, 4096);
+    ck_assert_uint_eq(wr.bind.access, 0x000003);   /* key bits dropped */
+    ck_assert_uint_eq(wr.num_sge, 0);
+}
+END_TEST
+
+/* Refused entries still report their wr_id, for the one error CQE. */
+START_TEST(test_send_malformed)
+{
+    struct rnic_sq_wqe w = { .wr_id = htole64(42) };
+    struct rnic_send_wr wr;
+
+    w.opcode = 0x7f;
+    ck_assert_ptr_nonnull(rnic_abi_send_wr(&w, &wr));
+    ck_assert_uint_eq(wr.wr_id, 42);
+    w.opcode = RNIC_WQE_RECV;           /* a completion opcode only */
+    ck_assert_ptr_nonnull(rnic_abi_send_wr(&w, &wr));
+    w.opcode = RNIC_WQE_SEND;
+    w.flags = 0x80;
+    ck_assert_ptr_nonnull(rnic_abi_send_wr(&w, &wr));
+    w.flags = 0;
+    w.num_sge = RNIC_WQE_MAX_SGE + 1;
+    ck_assert_ptr_nonnull(rnic_abi_send_wr(&w, &wr));
+    w.flags = RNIC_WQE_FLAG_INLINE;
+    w.num_sge = RNIC_WQE_INLINE_MAX + 1;
+    ck_assert_ptr_nonnull(rnic_abi_send_wr(&w, &wr));
+    ck_assert_uint_eq(wr.wr_id, 42);
+}
+END_TEST
+
+START_TEST(test_recv)
+{
+    struct rnic_rq_wqe w = {
+        .wr_id = htole64(9), .num_sge = 1,
+        .sge = { { .stag = htole32(3), .addr = htole64(0x10),
+                   .length = htole32(64) } },
+    };
+    struct rnic_recv_wr wr;
+
+    ck_assert_ptr_null(rnic_abi_recv_wr(&w, &wr));
+    ck_assert_uint_eq(wr.wr_id, 9);
+    ck_assert_uint_eq(wr.sge[0].length, 64);
+    w.num_sge = RNIC_WQE_MAX_SGE + 1;
+    ck_assert_ptr_nonnull(rnic_abi_recv_wr(&w, &wr));
+    ck_assert_uint_eq(wr.wr_id, 9);
+}
+END_TEST
+
+START_TEST(test_cqe)
+{
+    struct rnic_cqe c = {
+        .wr_id = 5, .status = RNIC_WC_REM_ACCESS_ERR,
+        .opcode = RNIC_WC_RECV, .byte_len = 100, .qpn = 3,
+        .flags = RNIC_WC_WITH_IMM | RNIC_WC_SOLICITED, .imm_data = 77,
+    };
+    struct rnic_cq_entry e;
+
+    rnic_abi_cqe(&c, 1, &e);
+    ck_assert_uint_eq(le64toh(e.wr_id), 5);
+    ck_assert_uint_eq(e.status, RNIC_CQE_REM_ACCESS_ERR);
+    ck_assert_uint_eq(e.opcode, RNIC_WQE_RECV);
+    ck_assert_uint_eq(le32toh(e.byte_len), 100);
+    ck_assert_uint_eq(le32toh(e.imm), 77);
+    ck_assert_uint_eq(e.flags, RNIC_CQE_FLAG_WITH_IMM |
+                      RNIC_CQE_FLAG_SOLICITED);
+    ck_assert_uint_eq(e.phase, 1);
+}
+END_TEST
+
+Suite *abi_wr_suite(void)
+{
+    Suite *s = suite_create("abi_wr");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_send_translated);
+    tcase_add_test(tc, test_send_inline_and_bind);
+    tcase_add_test(tc, test_send_malformed);
+    tcase_add_test(tc, test_recv);
+    tcase_add_test(tc, test_cqe);
+    suite_add_tcase(s, tc);
+    return s;
+}
