@@ -1,94 +1,63 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Connection management.  The guest never gets a socket: the host makes
- * and accepts TCP connections (within listen-allow / peer-allow), the MPA
- * exchange runs here on QEMU's main loop with non-blocking sockets, and a
- * QP adopts the established connection when it goes to RTS; from then on
- * the byte stream belongs to the QP's data path.
+ * Connection commands, listeners and the address policy.  The guest never
+ * gets a socket: the host makes and accepts TCP connections (within
+ * listen-allow / peer-allow), and rnic-conn.c owns each one from then on:
+ * the MPA exchange, the QP's stream, the close.  Commands here only start
+ * and steer connections.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/sockets.h"
+#include "qemu/timer.h"
 #include "rnic.h"
 #include "qp.h"
 #include "engine.h"
 #include "trace.h"
 
-/* ---- address policy ---- */
+/* A listener whose accept() lacked resources tries again this late. */
+#define RNIC_LISTEN_RETRY_MS 200
 
-static bool rnic_prefix_parse(const char *str, RnicPrefix *p)
+/* ---- address policy (core/addr_policy.c) ---- */
+
+static bool rnic_policy_parse(const char *str, struct rnic_addr_policy *p,
+                              const char *prop, Error **errp)
 {
-    g_autofree char *addr = g_strdup(str);
-    char *slash = strchr(addr, '/');
-    unsigned max;
+    char bad[64];
+    int ret = rnic_addr_policy_parse(str, p, bad, sizeof(bad));
 
-    if (slash) {
-        *slash++ = '\0';
+    if (ret == -EINVAL) {
+        error_setg(errp, "rnic: %s: '%s' is not ADDR[/BITS][:PORT[-PORT]] "
+                   "(IPv6 with a port: [ADDR][/BITS]:PORT[-PORT])", prop, bad);
+    } else if (ret) {
+        error_setg(errp, "rnic: %s: out of memory", prop);
     }
-    memset(p, 0, sizeof(*p));
-    if (inet_pton(AF_INET, addr, p->addr) == 1) {
-        p->family = AF_INET;
-        max = 32;
-    } else if (inet_pton(AF_INET6, addr, p->addr) == 1) {
-        p->family = AF_INET6;
-        max = 128;
-    } else {
-        return false;
-    }
-    p->bits = max;
-    if (slash && (qemu_strtoui(slash, NULL, 10, &p->bits) || p->bits > max)) {
-        return false;
-    }
-    return true;
+    return !ret;
 }
 
-static GArray *rnic_prefixes_parse(const char *list, const char *prop,
-                                   Error **errp)
+/*
+ * True when @a is allowed by @p; otherwise says, as a guest error, which
+ * property would allow it.
+ */
+static bool rnic_allowed(const struct rnic_addr_policy *p, const char *prop,
+                         const char *cmd, const struct rnic_sockaddr *a)
 {
-    g_auto(GStrv) items = g_strsplit(list, ",", 0);
-    GArray *a = g_array_new(false, false, sizeof(RnicPrefix));
+    enum rnic_addr_family f = a->family == RNIC_AF_INET ? RNIC_ADDR_IPV4
+                                                        : RNIC_ADDR_IPV6;
+    uint16_t port = le16_to_cpu(a->port);
+    char buf[64];
 
-    for (char **it = items; *it; it++) {
-        RnicPrefix p;
-
-        if (!**it) {
-            continue;
-        }
-        if (!rnic_prefix_parse(*it, &p)) {
-            error_setg(errp, "rnic: %s: '%s' is not an address or "
-                       "address/prefix", prop, *it);
-            g_array_free(a, true);
-            return NULL;
-        }
-        g_array_append_val(a, p);
+    if (rnic_addr_policy_allows(p, f, a->addr, port)) {
+        return true;
     }
-    return a;
-}
-
-static bool rnic_prefix_match(const RnicPrefix *p, const uint8_t *addr)
-{
-    unsigned full = p->bits / 8, rest = p->bits % 8;
-
-    if (memcmp(p->addr, addr, full)) {
-        return false;
-    }
-    return !rest || !((p->addr[full] ^ addr[full]) & (0xff << (8 - rest)));
-}
-
-static bool rnic_allowed(GArray *list, const struct rnic_sockaddr *a)
-{
-    int family = a->family == RNIC_AF_INET ? AF_INET : AF_INET6;
-
-    for (guint i = 0; i < list->len; i++) {
-        const RnicPrefix *p = &g_array_index(list, RnicPrefix, i);
-
-        if (p->family == family && rnic_prefix_match(p, a->addr)) {
-            return true;
-        }
-    }
+    rnic_addr_str(f, a->addr, port, buf, sizeof(buf));
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s to %s refused: not in %s; "
+                  "allow it with -device rnic,%s=%s%s\n", cmd, buf, prop, prop,
+                  buf, port ? "" : " (port 0: a rule without a port)");
     return false;
 }
 
@@ -120,8 +89,8 @@ static bool rnic_sockaddr_to_host(const struct rnic_sockaddr *a,
     return false;
 }
 
-static void rnic_sockaddr_from_host(const struct sockaddr_storage *ss,
-                                    struct rnic_sockaddr *a)
+void rnic_sockaddr_from_host(const struct sockaddr_storage *ss,
+                             struct rnic_sockaddr *a)
 {
     memset(a, 0, sizeof(*a));
     if (ss->ss_family == AF_INET) {
@@ -154,107 +123,10 @@ static void rnic_fd_names(int fd, struct rnic_sockaddr *local,
     }
 }
 
-/* ---- connection objects ---- */
-
-static RnicConn *rnic_conn_get(RnicState *s, uint32_t id)
-{
-    uint32_t i = (id & 0xffff) - 1;
-
-    if (i >= s->max_conns || !s->conns[i] || s->conns[i]->id != id) {
-        return NULL;
-    }
-    return s->conns[i];
-}
-
-static RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator)
-{
-    RnicConn *c;
-    uint32_t i;
-
-    for (i = 0; i < s->max_conns && s->conns[i]; i++) {
-        continue;
-    }
-    if (i == s->max_conns) {
-        return NULL;
-    }
-    c = g_new0(RnicConn, 1);
-    c->s = s;
-    c->fd = fd;
-    c->initiator = initiator;
-    /* A generation in the high bits keeps stale ids from matching. */
-    s->conn_gen++;
-    c->id = (uint32_t)s->conn_gen << 16 | (i + 1);
-    s->conns[i] = c;
-    qemu_socket_set_nonblock(fd);
-    socket_set_nodelay(fd);
-    return c;
-}
-
-void rnic_conn_free(RnicConn *c)
-{
-    RnicState *s = c->s;
-
-    trace_rnic_conn_free(c->id);
-    rnic_dp_stop(c);
-    qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
-    close(c->fd);
-    if (c->qp) {
-        c->qp->conn = NULL;
-    }
-    s->conns[(c->id & 0xffff) - 1] = NULL;
-    g_free(c);
-}
-
-static void rnic_conn_readable(void *opaque);
-static void rnic_conn_writable(void *opaque);
-
-/*
- * Reads while the MPA exchange needs the peer's bytes; writes while there
- * is something to write.
- */
-static void rnic_conn_update_handlers(RnicConn *c)
-{
-    bool rd = c->state == RNIC_CONN_WAIT_REPLY ||
-              c->state == RNIC_CONN_WAIT_REQUEST;
-    bool wr = c->state == RNIC_CONN_CONNECTING || c->out_off < c->out_len;
-
-    qemu_set_fd_handler(c->fd, rd ? rnic_conn_readable : NULL,
-                        wr ? rnic_conn_writable : NULL, c);
-}
-
-static void rnic_conn_queue(RnicConn *c, const void *buf, size_t len)
-{
-    assert(len <= sizeof(c->out));
-    memcpy(c->out, buf, len);
-    c->out_len = len;
-    c->out_off = 0;
-    rnic_conn_update_handlers(c);
-}
-
-static void rnic_conn_error(RnicConn *c, int err, const char *why)
-{
-    RnicState *s = c->s;
-
-    trace_rnic_conn_error(c->id, err, why);
-    rnic_eq_post(s, RNIC_EV_CONN_ERROR, c->qp ? c->qp->qpn : c->id, err, 0);
-    if (c->ep) {
-        rnic_ep_modify(c->ep, RNIC_QP_ERROR);
-        rnic_cqs_flush_to_guest(s);
-    }
-    rnic_conn_free(c);
-}
-
-static void rnic_conn_set_state(RnicConn *c, RnicConnState state)
-{
-    trace_rnic_conn_state(c->id, c->state, state);
-    c->state = state;
-    rnic_conn_update_handlers(c);
-}
-
 /* Our limits and the guest's choices for an MPA exchange. */
-static void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
-                                const uint8_t *pd, uint16_t pd_len,
-                                struct rnic_mpa_params *p)
+void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
+                         const uint8_t *pd, uint16_t pd_len,
+                         struct rnic_mpa_params *p)
 {
     *p = (struct rnic_mpa_params) {
         .rev = s->mpa_rev,
@@ -268,240 +140,103 @@ static void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
     };
 }
 
-/*
- * The QP takes the stream over: its endpoint moves it IDLE -> RTS with
- * the negotiated limits and owns the socket from now on.
- */
-static void rnic_conn_adopt(RnicConn *c)
-{
-    const struct rnic_mpa_result *r = &c->mpa.result;
-    uint32_t qpn = c->qp->qpn;
+/* ---- listeners ---- */
 
-    trace_rnic_conn_state(c->id, c->state, RNIC_CONN_RTS);
-    c->state = RNIC_CONN_RTS;
-    if (!rnic_dp_start(c)) {
-        rnic_conn_error(c, ENOMEM, "cannot start the QP's data path");
-        return;
-    }
-    trace_rnic_conn_rts(c->id, qpn, r->rev, r->crc, r->ird, r->ord);
-    rnic_eq_post(c->s, RNIC_EV_CONN_ESTABLISHED, qpn, c->id, 0);
-    rnic_dp_pump(c);    /* last: it may close the connection */
-}
+static void rnic_listener_acceptable(void *opaque);
 
-/* The LLP connection is gone, or we close it: the QP learns, then the guest. */
-void rnic_conn_closed(RnicConn *c, bool abortive)
-{
-    RnicState *s = c->s;
-    RnicQp *qp = c->qp;
-
-    if (c->ep) {
-        rnic_ep_connection_closed(c->ep);
-    } else if (qp) {
-        rnic_qp_connection_closed(qp->core);
-    }
-    rnic_conn_free(c);
-    rnic_cqs_flush_to_guest(s);
-    if (qp) {
-        rnic_eq_post(s, RNIC_EV_CONN_CLOSED, qp->qpn, abortive, 0);
-    }
-}
-
-static void rnic_conn_mpa_done(RnicConn *c)
-{
-    if (c->initiator) {
-        rnic_conn_adopt(c);
-        return;
-    }
-    rnic_conn_set_state(c, RNIC_CONN_PENDING);
-    rnic_eq_post(c->s, RNIC_EV_CONN_REQUEST, c->id, c->listener_id,
-                 c->mpa.peer.pd_len);
-}
-
-static void rnic_conn_mpa_failed(RnicConn *c, int err)
-{
-    RnicState *s = c->s;
-
-    if (err == RNIC_MPA_ERR_REJECTED) {
-        uint32_t qpn = c->qp->qpn;
-
-        trace_rnic_conn_rejected(c->id, c->mpa.peer.pd_len);
-        rnic_eq_post(s, RNIC_EV_CONN_REJECTED, qpn, c->id,
-                     c->mpa.peer.pd_len);
-        rnic_conn_free(c);
-        return;
-    }
-    if (c->mpa.out_len) {
-        /* The core built a Reject for the peer: send it, then close. */
-        rnic_conn_queue(c, c->mpa.out, c->mpa.out_len);
-        rnic_conn_set_state(c, RNIC_CONN_CLOSING);
-    }
-    trace_rnic_conn_error(c->id, EPROTO, rnic_mpa_strerror(err));
-    if (!c->initiator) {
-        /* The guest never saw this connection: nothing to tell it. */
-        if (c->state != RNIC_CONN_CLOSING) {
-            rnic_conn_free(c);
-        }
-        return;
-    }
-    rnic_conn_error(c, EPROTO, rnic_mpa_strerror(err));
-}
-
-static void rnic_conn_read(void *opaque)
-{
-    RnicConn *c = opaque;
-    uint8_t buf[sizeof(c->early)];
-    ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
-    size_t used;
-    int ret;
-
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-    }
-    if (n <= 0) {
-        rnic_conn_error(c, n ? errno : ECONNRESET,
-                        "connection closed during MPA setup");
-        return;
-    }
-    ret = rnic_mpa_conn_input(&c->mpa, buf, n, &used);
-    if (ret < 0) {
-        rnic_conn_mpa_failed(c, ret);
-        return;
-    }
-    if (ret == RNIC_MPA_DONE) {
-        /* FPDUs may follow in the same read: keep them for the QP. */
-        c->early_len = n - used;
-        memcpy(c->early, buf + used, c->early_len);
-        rnic_conn_mpa_done(c);
-    }
-}
-
-static void rnic_conn_connected(RnicConn *c)
-{
-    int err = 0;
-    socklen_t len = sizeof(err);
-
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
-        rnic_conn_error(c, err ? err : errno, "TCP connect failed");
-        return;
-    }
-    rnic_fd_names(c->fd, &c->local, NULL);
-    trace_rnic_conn_state(c->id, c->state, RNIC_CONN_WAIT_REPLY);
-    c->state = RNIC_CONN_WAIT_REPLY;
-    rnic_conn_queue(c, c->mpa.out, c->mpa.out_len);
-}
-
-static void rnic_conn_write(void *opaque)
-{
-    RnicConn *c = opaque;
-    ssize_t n;
-
-    if (c->state == RNIC_CONN_CONNECTING) {
-        rnic_conn_connected(c);
-        return;
-    }
-    n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-             MSG_NOSIGNAL);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-    }
-    if (n < 0) {
-        rnic_conn_error(c, errno, "send failed during MPA setup");
-        return;
-    }
-    c->out_off += n;
-    if (c->out_off < c->out_len) {
-        return;
-    }
-    if (c->state == RNIC_CONN_CLOSING) {
-        rnic_conn_free(c);
-        return;
-    }
-    rnic_conn_update_handlers(c);
-}
-
-static void rnic_conn_readable(void *opaque)
-{
-    rnic_guarded(((RnicConn *)opaque)->s, rnic_conn_read, opaque);
-}
-
-static void rnic_conn_writable(void *opaque)
-{
-    rnic_guarded(((RnicConn *)opaque)->s, rnic_conn_write, opaque);
-}
-
-/*
- * The MPA Reply goes out before the QP's data path owns the socket: a
- * fresh socket buffer always takes a frame of at most 532 bytes, and if it
- * did not, the stream could not be used anyway.
- */
-static void rnic_conn_send_reply(RnicConn *c, const void *buf, size_t len)
-{
-    ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
-
-    if (n != (ssize_t)len) {
-        trace_rnic_conn_error(c->id, n < 0 ? errno : EAGAIN,
-                              "MPA Reply not written at once");
-        shutdown(c->fd, SHUT_RDWR);
-    }
-}
-
-/* SO_LINGER 0: close() sends a reset, as an abortive close must. */
-void rnic_conn_abort(RnicConn *c)
+/* An incoming connection refused before the guest hears of it: reset. */
+static void rnic_listener_refuse(int fd, uint32_t listener, const char *why)
 {
     struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
-    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    if (c->ep) {
-        rnic_ep_modify(c->ep, RNIC_QP_ERROR);
-    } else if (c->qp) {
-        rnic_qp_modify(c->qp->core, RNIC_QP_ERROR);
-    }
-    rnic_conn_closed(c, true);
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: listener %u: incoming connection "
+                  "reset: %s\n", listener, why);
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(fd);
 }
 
-/* Graceful: what was handed to the socket is delivered, then FIN. */
-static void rnic_conn_shutdown(RnicConn *c)
+/*
+ * Requests the guest has not answered yet, across listeners, stay below
+ * half the event ring, so a flood of them cannot push other events out.
+ */
+static bool rnic_listener_room(RnicState *s, RnicListener *l)
 {
-    if (c->ep) {
-        rnic_ep_modify(c->ep, RNIC_QP_CLOSING);
-    } else if (c->qp) {
-        rnic_qp_modify(c->qp->core, RNIC_QP_CLOSING);
+    uint32_t waiting = 0;
+
+    for (int i = 0; i < RNIC_MAX_LISTENERS; i++) {
+        waiting += s->listeners[i].id ? s->listeners[i].waiting : 0;
     }
-    shutdown(c->fd, SHUT_WR);
-    rnic_conn_closed(c, false);
+    return l->waiting < l->backlog &&
+           waiting < rnic_ring_entries(&s->eq) / 2;
 }
 
-/* ---- listeners ---- */
+/*
+ * accept() failed for want of descriptors or memory: the connection stays
+ * in the host's queue, so the listener would be readable at once again.
+ * It sleeps instead, and tries again later.
+ */
+static void rnic_listener_sleep(RnicListener *l, int err)
+{
+    warn_report_once("rnic: accept failed (%s); listeners pause %d ms "
+                     "between attempts", strerror(err),
+                     RNIC_LISTEN_RETRY_MS);
+    trace_rnic_conn_error(l->id, err, "accept");
+    qemu_set_fd_handler(l->fd, NULL, NULL, NULL);
+    timer_mod(l->retry, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+              RNIC_LISTEN_RETRY_MS);
+}
 
 static void rnic_listener_accept(void *opaque)
 {
     RnicListener *l = opaque;
+    RnicState *s = l->s;
     struct rnic_mpa_params p;
     RnicConn *c;
     int fd = qemu_accept(l->fd, NULL, NULL);
 
     if (fd < 0) {
+        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+            rnic_listener_sleep(l, errno);
+        }
         return;
     }
-    c = rnic_conn_new(l->s, fd, false);
+    if (!rnic_listener_room(s, l)) {
+        rnic_listener_refuse(fd, l->id, "backlog of unanswered connections "
+                             "full (LISTEN backlog, or half the event ring)");
+        return;
+    }
+    c = rnic_conn_new(s, fd, false, true);
     if (!c) {
-        qemu_log_mask(LOG_GUEST_ERROR, "rnic: connection table full; "
-                      "incoming connection refused\n");
-        close(fd);
+        rnic_listener_refuse(fd, l->id, "no connection slot for incoming "
+                             "connections (max-qps are kept for CONNECT)");
         return;
     }
     c->listener_id = l->id;
+    c->waiting = true;
+    l->waiting++;
     rnic_fd_names(fd, &c->local, &c->peer);
-    rnic_mpa_params_for(l->s, l->s->limits.max_ird, l->s->limits.max_ord,
-                        NULL, 0, &p);
+    rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0, &p);
     rnic_mpa_conn_init(&c->mpa, false, &p);
     trace_rnic_conn_incoming(c->id, l->id);
     rnic_conn_set_state(c, RNIC_CONN_WAIT_REQUEST);
 }
 
+static void rnic_listener_wake(void *opaque)
+{
+    RnicListener *l = opaque;
+
+    qemu_set_fd_handler(l->fd, rnic_listener_acceptable, NULL, l);
+    rnic_listener_accept(l);
+}
+
 static void rnic_listener_acceptable(void *opaque)
 {
     rnic_guarded(((RnicListener *)opaque)->s, rnic_listener_accept, opaque);
+}
+
+static void rnic_listener_retry(void *opaque)
+{
+    rnic_guarded(((RnicListener *)opaque)->s, rnic_listener_wake, opaque);
 }
 
 static uint16_t rnic_cm_fail(const char *cmd, uint16_t status,
@@ -523,7 +258,8 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     if (!rnic_sockaddr_to_host(&p->local, &ss, &len)) {
         return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_PARAM, "bad family");
     }
-    if (!rnic_allowed(s->listen_allow, &p->local)) {
+    if (!rnic_allowed(&s->listen_allow, "listen-allow", "LISTEN",
+                      &p->local)) {
         return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_DENIED,
                             "address not in listen-allow");
     }
@@ -539,8 +275,8 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_RESOURCE, "no socket");
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, len) ||
-        listen(fd, MAX(1, MIN(le32_to_cpu(p->backlog), 128)))) {
+    l->backlog = MAX(1, MIN(le32_to_cpu(p->backlog), RNIC_MAX_BACKLOG));
+    if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, l->backlog)) {
         close(fd);
         return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_ADDRINUSE,
                             "host cannot bind or listen on the address");
@@ -549,6 +285,8 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     l->s = s;
     l->fd = fd;
     l->id = l - s->listeners + 1;
+    l->waiting = 0;
+    l->retry = timer_new_ms(QEMU_CLOCK_REALTIME, rnic_listener_retry, l);
     rnic_fd_names(fd, &l->local, NULL);
     p->local = l->local;
     p->listener_id = cpu_to_le32(l->id);
@@ -557,10 +295,22 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     return RNIC_CMD_OK;
 }
 
+/* The listener and the connections it has not handed to a QP yet. */
 static void rnic_listener_close(RnicListener *l)
 {
+    RnicState *s = l->s;
+
+    for (uint32_t i = 0; i < s->max_conns; i++) {
+        RnicConn *c = s->conns[i];
+
+        if (c && c->listener_id == l->id && !c->qp) {
+            rnic_conn_drop(c);
+        }
+    }
     qemu_set_fd_handler(l->fd, NULL, NULL, NULL);
     close(l->fd);
+    timer_free(l->retry);
+    l->retry = NULL;
     l->id = 0;
 }
 
@@ -635,7 +385,7 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
     if (!rnic_sockaddr_to_host(&p->peer, &ss, &len)) {
         return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_PARAM, "bad family");
     }
-    if (!rnic_allowed(s->peer_allow, &p->peer)) {
+    if (!rnic_allowed(&s->peer_allow, "peer-allow", "CONNECT", &p->peer)) {
         return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DENIED,
                             "peer not in peer-allow");
     }
@@ -644,7 +394,7 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cm_fail("CONNECT", status, "private data");
     }
     fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
-    c = fd < 0 ? NULL : rnic_conn_new(s, fd, true);
+    c = fd < 0 ? NULL : rnic_conn_new(s, fd, true, false);
     if (!c) {
         if (fd >= 0) {
             close(fd);
@@ -655,14 +405,14 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
     c->peer = p->peer;
     status = rnic_conn_start_initiator(s, c, qp, p, pd);
     if (status != RNIC_CMD_OK) {
-        rnic_conn_free(c);
+        rnic_conn_drop(c);
         return rnic_cm_fail("CONNECT", status, "MPA parameters");
     }
     /* Non-blocking: completion (or failure) arrives as writability. */
     if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
         int err = errno;
 
-        rnic_conn_free(c);
+        rnic_conn_drop(c);
         trace_rnic_conn_error(0, err, "connect");
         return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_PARAM, strerror(err));
     }
@@ -670,6 +420,22 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
     rnic_conn_set_state(c, RNIC_CONN_CONNECTING);
     p->conn_id = cpu_to_le32(c->id);
     return RNIC_CMD_OK;
+}
+
+/*
+ * The MPA Reply goes out before the QP's data path owns the socket: a
+ * fresh socket buffer always takes a frame of at most 532 bytes, and if it
+ * did not, the stream could not be used anyway.
+ */
+static void rnic_cm_send_reply(RnicConn *c, const void *buf, size_t len)
+{
+    ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+
+    if (n != (ssize_t)len) {
+        trace_rnic_conn_error(c->id, n < 0 ? errno : EAGAIN,
+                              "MPA Reply not written at once");
+        shutdown(c->fd, SHUT_RDWR);
+    }
 }
 
 /* Responder side: the guest's answer to CONN_REQUEST. */
@@ -692,7 +458,7 @@ static uint16_t rnic_conn_reply(RnicState *s, RnicConn *c, RnicQp *qp,
     }
     c->qp = qp;
     qp->conn = c;
-    rnic_conn_send_reply(c, c->mpa.out, len);
+    rnic_cm_send_reply(c, c->mpa.out, len);
     rnic_conn_adopt(c);
     return RNIC_CMD_OK;
 }
@@ -721,9 +487,8 @@ uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
         /* A handed-in connection on which we speak first. */
         status = rnic_conn_start_initiator(s, c, qp, p, pd);
         if (status == RNIC_CMD_OK) {
-            trace_rnic_conn_state(c->id, c->state, RNIC_CONN_WAIT_REPLY);
-            c->state = RNIC_CONN_WAIT_REPLY;
-            rnic_conn_queue(c, c->mpa.out, c->mpa.out_len);
+            rnic_conn_set_state(c, RNIC_CONN_WAIT_REPLY);
+            rnic_conn_send_mpa(c, c->mpa.out, c->mpa.out_len);
         }
     } else {
         status = rnic_conn_reply(s, c, qp, p, pd);
@@ -749,7 +514,7 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cm_fail("REJECT", status, "private data");
     }
     if (c->initiator) {
-        rnic_conn_free(c);      /* nothing was said yet: just close */
+        rnic_conn_drop(c);      /* nothing was said yet: just close */
         return RNIC_CMD_OK;
     }
     len = rnic_mpa_build_reject(c->mpa.peer.rev, pd,
@@ -758,9 +523,8 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
     if (len < 0) {
         return rnic_cm_fail("REJECT", RNIC_CMD_ERR_PARAM, "MPA reject");
     }
-    trace_rnic_conn_state(c->id, c->state, RNIC_CONN_CLOSING);
-    c->state = RNIC_CONN_CLOSING;
-    rnic_conn_queue(c, c->mpa.out, len);
+    rnic_conn_set_state(c, RNIC_CONN_REJECTING);
+    rnic_conn_send_mpa(c, c->mpa.out, len);
     return RNIC_CMD_OK;
 }
 
@@ -778,7 +542,7 @@ uint16_t rnic_cmd_disconnect(RnicState *s, struct rnic_cmd *cmd)
     if (abort) {
         rnic_conn_abort(c);
     } else {
-        rnic_conn_shutdown(c);
+        rnic_conn_disconnect(c);
     }
     return RNIC_CMD_OK;
 }
@@ -827,9 +591,10 @@ bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp)
         error_setg(errp, "rnic: handed-in fd %d is not a stream socket", fd);
         return false;
     }
-    c = rnic_conn_new(s, fd, initiator);
+    c = rnic_conn_new(s, fd, initiator, true);
     if (!c) {
-        error_setg(errp, "rnic: connection table full");
+        error_setg(errp, "rnic: no connection slot for handed-in "
+                   "connections (max-qps of them are kept for CONNECT)");
         return false;
     }
     c->listener_id = RNIC_LISTENER_HANDED_IN;
@@ -846,26 +611,24 @@ bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp)
     return true;
 }
 
-void rnic_cm_qp_gone(RnicState *s, RnicQp *qp)
-{
-    if (qp->conn) {
-        rnic_conn_free(qp->conn);
-    }
-}
-
 bool rnic_cm_init(RnicState *s, Error **errp)
 {
-    s->listen_allow = rnic_prefixes_parse(s->listen_allow_str ?:
-                                          "127.0.0.0/8,::1", "listen-allow",
-                                          errp);
-    if (!s->listen_allow) {
+    if (!s->mpa_timeout_ms || !s->close_timeout_ms) {
+        error_setg(errp, "rnic: mpa-timeout-ms and close-timeout-ms must be "
+                   "at least 1");
         return false;
     }
-    s->peer_allow = rnic_prefixes_parse(s->peer_allow_str ?:
-                                        "127.0.0.0/8,::1", "peer-allow", errp);
-    if (!s->peer_allow) {
+    /* Nothing by default: the user names what the guest may reach. */
+    if (!rnic_policy_parse(s->listen_allow_str ?: "", &s->listen_allow,
+                           "listen-allow", errp)) {
         return false;
     }
+    if (!rnic_policy_parse(s->peer_allow_str ?: "", &s->peer_allow,
+                           "peer-allow", errp)) {
+        rnic_addr_policy_free(&s->listen_allow);
+        return false;
+    }
+    /* max-qps slots for the guest's CONNECTs, as many for the rest */
     s->max_conns = MIN(2 * s->limits.max_qp, 0xffff);
     s->conns = g_new0(RnicConn *, s->max_conns);
     return true;
@@ -874,11 +637,7 @@ bool rnic_cm_init(RnicState *s, Error **errp)
 /* Reset closes every connection and listener. */
 void rnic_cm_reset(RnicState *s)
 {
-    for (uint32_t i = 0; i < s->max_conns; i++) {
-        if (s->conns[i]) {
-            rnic_conn_free(s->conns[i]);
-        }
-    }
+    rnic_conns_close_all(s);
     for (int i = 0; i < RNIC_MAX_LISTENERS; i++) {
         if (s->listeners[i].id) {
             rnic_listener_close(&s->listeners[i]);
@@ -890,6 +649,6 @@ void rnic_cm_fini(RnicState *s)
 {
     rnic_cm_reset(s);
     g_free(s->conns);
-    g_array_free(s->listen_allow, true);
-    g_array_free(s->peer_allow, true);
+    rnic_addr_policy_free(&s->listen_allow);
+    rnic_addr_policy_free(&s->peer_allow);
 }

@@ -1,31 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The data path of a connected QP: the socket's bytes go to the protocol
- * core's endpoint, and what the endpoint wants to send goes to the socket
- * as zero-copy iovecs over guest memory.  All on QEMU's main loop with a
- * non-blocking socket: when the peer stops reading, the socket buffer
- * fills, sendmsg says EAGAIN and nothing more is pulled from the send
- * queue until the socket is writable again (backpressure, not buffering).
+ * The data-path pump of a connected QP: the socket's bytes go to the
+ * protocol core's endpoint, and what the endpoint wants to send goes to
+ * the socket as zero-copy iovecs over guest memory.  Non-blocking: when
+ * the peer stops reading, sendmsg says EAGAIN and nothing more is pulled
+ * from the send queue until the socket is writable again (backpressure,
+ * not buffering).
+ *
+ * Each call does a bounded amount of work (one read; RNIC_DP_TX_BUDGET
+ * octets written) and returns a verdict; the connection's owner
+ * (rnic-conn.c) acts on it: waits, runs the pump again, closes or resets.
+ * Nothing here frees or closes anything, so nothing here can pull the
+ * connection from under a caller.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/units.h"
-#include "qemu/main-loop.h"
 #include "rnic.h"
 #include "engine.h"
 #include "trace.h"
 
 #define RNIC_DP_IOV_MAX 64
 #define RNIC_DP_RX_CHUNK (64 * KiB)
-
-static void rnic_dp_readable(void *opaque);
-static void rnic_dp_writable(void *opaque);
-
-static void rnic_dp_set_handlers(RnicConn *c, bool want_write)
-{
-    qemu_set_fd_handler(c->fd, c->rx_stopped ? NULL : rnic_dp_readable,
-                        want_write ? rnic_dp_writable : NULL, c);
-}
+/* Octets one run may write before the main loop gets its turn again. */
+#define RNIC_DP_TX_BUDGET (256 * KiB)
 
 static uint32_t rnic_term_arg0(struct rnic_term_code code)
 {
@@ -87,7 +85,7 @@ static const struct rnic_ep_ops rnic_dp_ops = {
 
 /*
  * The QP adopts the MPA connection: from now on the stream is its own.
- * The caller pumps once it is done with @c (a pump may close it).
+ * The caller runs the pump once it is done with @c.
  */
 bool rnic_dp_start(RnicConn *c)
 {
@@ -121,119 +119,113 @@ bool rnic_dp_start(RnicConn *c)
 
 void rnic_dp_stop(RnicConn *c)
 {
-    rnic_fault_fini(c);
     if (c->ep) {
         rnic_ep_free(c->ep);
         c->ep = NULL;
     }
 }
 
-/*
- * Writes what the endpoint has until the socket pushes back: several
- * FPDUs per system call, or one when fault-corrupt-crc needs to rewrite
- * a CRC.  One iovec stays spare for that.
- */
-static bool rnic_dp_flush(RnicConn *c)
+/* One write of up to a batch of FPDUs, through the fault filter. */
+static ssize_t rnic_dp_send_batch(RnicConn *c, size_t *offered)
 {
     struct iovec iov[RNIC_DP_IOV_MAX];
+    struct rnic_ep_tx_fpdu fpdus[RNIC_EP_TX_BATCH_FPDUS];
     bool corrupt = c->s->fault_corrupt_crc;
-    int cnt;
-    size_t n;
+    /* room for the filter to split one iovec per FPDU */
+    int max = RNIC_DP_IOV_MAX - (corrupt ? RNIC_EP_TX_BATCH_FPDUS : 0);
+    struct msghdr msg = { .msg_iov = iov };
+    int cnt, nfpdus;
+    uint64_t before = rnic_ep_tx_fpdus_sent(c->ep);
+    ssize_t w;
 
-    while ((n = rnic_ep_tx_peek_batch(c->ep, iov, RNIC_DP_IOV_MAX - 1, &cnt,
-                                      corrupt ? 1 : RNIC_EP_TX_BATCH_FPDUS))) {
-        struct msghdr msg = { .msg_iov = iov };
-        ssize_t w;
-
-        if (rnic_fault_delay(c)) {
-            return false;   /* the timer pumps again */
-        }
-        if (corrupt) {
-            rnic_fault_tx_iov(c, iov, &cnt);
-        }
-        msg.msg_iovlen = cnt;
-        w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
-        if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-            return true;
-        }
-        if (w < 0) {
-            trace_rnic_conn_error(c->id, errno, "send");
-            c->rx_stopped = true;
-            c->close_pending = true;
-            return false;
-        }
-        c->s->stats.tx_bytes += w;
-        rnic_fault_tx_sent(c, iov, cnt, w);
-        rnic_ep_tx_advance(c->ep, w);
-        if (rnic_fault_drop(c, w)) {
-            c->drop_now = true;
-            return false;
-        }
-        if ((size_t)w < n) {
-            return true;
-        }
+    *offered = rnic_ep_tx_peek_fpdus(c->ep, iov, max, &cnt,
+                                     RNIC_EP_TX_BATCH_FPDUS, fpdus, &nfpdus);
+    if (!*offered) {
+        return 0;
     }
-    return false;
+    if (rnic_fault_delay(c)) {
+        *offered = 0;
+        return -EINPROGRESS;
+    }
+    if (corrupt) {
+        cnt = rnic_fault_tx_filter(c, iov, cnt, RNIC_DP_IOV_MAX, fpdus,
+                                   nfpdus);
+    }
+    msg.msg_iovlen = cnt;
+    w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+    if (w < 0) {
+        return -errno;
+    }
+    c->s->stats.tx_bytes += w;
+    rnic_ep_tx_advance(c->ep, w);
+    c->s->stats.tx_fpdus += rnic_ep_tx_fpdus_sent(c->ep) - before;
+    return w;
 }
 
 /*
- * Runs the transmit side, then settles what it changed: completions to
- * the guest, and the close a Terminate asked for.
+ * Writes what the endpoint has, until the socket pushes back, nothing is
+ * left, or RNIC_DP_TX_BUDGET octets went out in this run.
  */
-void rnic_dp_pump(RnicConn *c)
+RnicVerdict rnic_dp_tx(RnicConn *c)
 {
-    RnicState *s = c->s;
-    bool blocked = rnic_dp_flush(c);
+    size_t done = 0;
 
-    /* Only this QP's CQs can have new entries: no scan of every CQ. */
-    rnic_cq_flush_to_guest(s, c->qp->scq);
-    if (c->qp->rcq != c->qp->scq) {
-        rnic_cq_flush_to_guest(s, c->qp->rcq);
+    while (c->ep) {
+        size_t offered;
+        ssize_t w = rnic_dp_send_batch(c, &offered);
+
+        if (w == -EINPROGRESS) {
+            return RNIC_DP_DELAYED;
+        }
+        if (w == -EAGAIN || w == -EINTR) {
+            return RNIC_DP_BLOCKED;
+        }
+        if (w < 0) {
+            trace_rnic_conn_error(c->id, -w, "send");
+            return RNIC_DP_ABORT;
+        }
+        if (!offered) {
+            return RNIC_DP_OK;
+        }
+        if (rnic_fault_drop(c, w)) {
+            return RNIC_DP_ABORT;
+        }
+        if ((size_t)w < offered) {
+            return RNIC_DP_BLOCKED;
+        }
+        done += w;
+        if (done >= RNIC_DP_TX_BUDGET) {
+            return RNIC_DP_MORE;
+        }
     }
-    if (c->drop_now) {
-        rnic_conn_abort(c);
-        return;
-    }
-    if (c->close_pending && !blocked) {
-        rnic_conn_closed(c, true);
-        return;
-    }
-    rnic_dp_set_handlers(c, blocked);
+    return RNIC_DP_OK;
 }
 
-static void rnic_dp_read(void *opaque)
+/*
+ * One read (at most RNIC_DP_RX_CHUNK octets) into the endpoint.  The
+ * peer's FIN sets peer_fin; a reset or a read error is ABORT.
+ */
+RnicVerdict rnic_dp_rx(RnicConn *c)
 {
-    RnicConn *c = opaque;
     RnicState *s = c->s;
     ssize_t n = recv(c->fd, s->rx_buf, RNIC_DP_RX_CHUNK, 0);
 
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
+        return RNIC_DP_OK;
     }
-    if (n <= 0) {
-        /* The peer closed (or reset): the LLP is gone. */
-        rnic_conn_closed(c, n < 0);
-        return;
+    if (n < 0) {
+        trace_rnic_conn_error(c->id, errno, "recv");
+        return RNIC_DP_ABORT;
+    }
+    if (n == 0) {
+        c->peer_fin = true;
+        return RNIC_DP_OK;
     }
     s->stats.rx_bytes += n;
-    rnic_ep_rx(c->ep, s->rx_buf, n);
-    c->drop_now |= rnic_fault_drop(c, n);
-    rnic_dp_pump(c);
-}
-
-static void rnic_dp_write(void *opaque)
-{
-    rnic_dp_pump(opaque);
-}
-
-static void rnic_dp_readable(void *opaque)
-{
-    rnic_guarded(((RnicConn *)opaque)->s, rnic_dp_read, opaque);
-}
-
-static void rnic_dp_writable(void *opaque)
-{
-    rnic_guarded(((RnicConn *)opaque)->s, rnic_dp_write, opaque);
+    if (c->ep) {
+        rnic_ep_rx(c->ep, s->rx_buf, n);
+    }
+    return rnic_fault_drop(c, n) ? RNIC_DP_ABORT : RNIC_DP_OK;
 }
 
 void rnic_dp_init(RnicState *s)

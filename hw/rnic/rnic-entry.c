@@ -37,6 +37,8 @@ void rnic_leave(RnicState *s)
 
     assert(s->entry_depth);
     if (s->entry_depth == 1) {
+        /* Completions this callback produced, before anything else. */
+        rnic_cqs_deliver(s);
         /* Still guarded: the deferred work runs as part of this entry. */
         s->running_deferred = true;
         if (s->teardown_deferred) {

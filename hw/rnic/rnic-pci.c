@@ -162,6 +162,8 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("max-ord", RnicState, limits.max_ord, 16),
     DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),
     DEFINE_PROP_UINT32("timewait-ms", RnicState, timewait_ms, 1000),
+    DEFINE_PROP_UINT32("mpa-timeout-ms", RnicState, mpa_timeout_ms, 5000),
+    DEFINE_PROP_UINT32("close-timeout-ms", RnicState, close_timeout_ms, 5000),
     DEFINE_PROP_STRING("stag-default", RnicState, stag_default),
     DEFINE_PROP_UINT64("fault-drop-after", RnicState, fault_drop_after, 0),
     DEFINE_PROP_UINT32("fault-corrupt-crc", RnicState, fault_corrupt_crc, 0),
@@ -241,10 +243,14 @@ static void rnic_instance_init(Object *obj)
           "accept (use it when the peer asks; default) or required" },
         { "mpa-markers", "ask the peer for MPA markers and insert them "
           "when asked (siw never uses them); default off" },
-        { "listen-allow", "comma-separated address[/prefix] list the guest "
-          "may LISTEN on (default 127.0.0.0/8,::1)" },
-        { "peer-allow", "comma-separated address[/prefix] list the guest "
-          "may CONNECT to (default 127.0.0.0/8,::1)" },
+        { "listen-allow", "comma-separated ADDR[/BITS][:PORT[-PORT]] list "
+          "the guest may LISTEN on ([v6]:PORT for IPv6); default: none" },
+        { "peer-allow", "comma-separated ADDR[/BITS][:PORT[-PORT]] list "
+          "the guest may CONNECT to ([v6]:PORT for IPv6); default: none" },
+        { "mpa-timeout-ms", "a connection still in its MPA exchange after "
+          "this long (real time) is reset; default 5000" },
+        { "close-timeout-ms", "a graceful close not finished after this "
+          "long (real time) becomes a reset; default 5000" },
         { "stag-default", "invalidation policy of STags that do not choose: "
           "persistent (default) or one-shot" },
     };

@@ -177,18 +177,27 @@ static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
 {
     uint64_t val;
 
-    rnic_enter(opaque);
-    val = rnic_reg_load(opaque, addr);
-    rnic_leave(opaque);
+    RnicState *s = opaque;
+
+    rnic_enter(s);
+    s->in_mmio = true;
+    val = rnic_reg_load(s, addr);
+    rnic_leave(s);
+    s->in_mmio = false;
     return val;
 }
 
 static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
-    rnic_enter(opaque);
-    rnic_reg_store(opaque, addr, val);
-    rnic_leave(opaque);
+    RnicState *s = opaque;
+
+    /* A register write only schedules work: CQs go out in a BH. */
+    rnic_enter(s);
+    s->in_mmio = true;
+    rnic_reg_store(s, addr, val);
+    rnic_leave(s);
+    s->in_mmio = false;
 }
 
 const MemoryRegionOps rnic_reg_ops = {

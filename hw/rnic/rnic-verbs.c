@@ -281,7 +281,9 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     cq->ring = ring;
     cq->log_size = p->log_size;
     cq->vector = p->msix_vector;
+    cq->s = s;
     cq->core = rnic_cq_new(1u << p->log_size, rnic_cq_notify, cq);
+    rnic_cq_set_changed(cq->core, rnic_cq_changed, cq);
     s->cqs[i] = cq;
     p->cqn = cpu_to_le32(cq->cqn);
     return RNIC_CMD_OK;
@@ -473,7 +475,7 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
 
 static void rnic_qp_release(RnicState *s, RnicQp *qp)
 {
-    rnic_cm_qp_gone(s, qp);
+    rnic_conn_qp_gone(qp);
     if (qp->kicked) {
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
     }
@@ -525,7 +527,6 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
         return RNIC_CMD_OK;
     }
     ret = rnic_qp_modify(qp->core, (enum rnic_qp_state)p->state);
-    rnic_cqs_flush_to_guest(s);
     if (ret == -EINVAL || ret == -EBUSY) {
         return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_STATE,
                              "transition not allowed from this state");

@@ -4,7 +4,12 @@
  *
  * rnic-pci.c is the QEMU citizen (PCI, BARs, MSI-X, properties, reset);
  * rnic-regs.c decodes BAR 0; rnic-cmdq.c runs the command queue;
- * rnic-eq.c writes events.
+ * rnic-verbs.c and rnic-cm.c carry out commands; rnic-wq.c fetches work
+ * requests.  rnic-conn.c owns every connection (socket, handlers, timers,
+ * state, freeing); rnic-dp.c is its data-path pump and rnic-fault.c the
+ * filter the pump consults.  Leaves, which call nothing above them:
+ * rnic-cq.c (completions to the guest), rnic-eq.c (events), rnic-bus.c
+ * (DMA and interrupts), rnic-stats.c.
  */
 #ifndef HW_RNIC_H
 #define HW_RNIC_H
@@ -13,7 +18,9 @@
 #include "qemu/queue.h"
 #include "qom/object.h"
 #include "rnic/rnic-abi.h"
+#include "addr_policy.h"
 #include "dma.h"
+#include "engine.h"
 #include "mpa.h"
 
 #define TYPE_RNIC "rnic"
@@ -63,6 +70,7 @@ typedef struct RnicLimits {
 
 /* A completion queue: the core's staging ring plus the guest's ring. */
 typedef struct RnicCq {
+    RnicState *s;
     struct rnic_cq *core;
     uint32_t cqn;
     uint64_t ring;
@@ -103,20 +111,17 @@ typedef struct RnicQp {
     QTAILQ_ENTRY(RnicQp) kick_link;
 } RnicQp;
 
-/* An IPv4 or IPv6 prefix of listen-allow / peer-allow. */
-typedef struct RnicPrefix {
-    int family;
-    uint8_t addr[16];
-    unsigned bits;
-} RnicPrefix;
-
 #define RNIC_MAX_LISTENERS  16
+#define RNIC_MAX_BACKLOG    128
 
 typedef struct RnicListener {
     RnicState *s;
     uint32_t id;            /* 0: free slot */
     int fd;
     struct rnic_sockaddr local;
+    uint32_t backlog;       /* connections not yet accepted, at most */
+    uint32_t waiting;       /* connections not yet accepted, now */
+    QEMUTimer *retry;       /* accept() failed for want of resources */
 } RnicListener;
 
 typedef enum RnicConnState {
@@ -124,9 +129,20 @@ typedef enum RnicConnState {
     RNIC_CONN_WAIT_REPLY,   /* our MPA Request sent */
     RNIC_CONN_WAIT_REQUEST, /* accepted by the host, MPA Request expected */
     RNIC_CONN_PENDING,      /* reported to the guest: ACCEPT or REJECT */
+    RNIC_CONN_REJECTING,    /* sending an MPA Reject, then close */
     RNIC_CONN_RTS,          /* adopted by a QP: the stream is the QP's */
-    RNIC_CONN_CLOSING,      /* sending what is left, then close */
+    RNIC_CONN_DRAINING,     /* QP CLOSING: sending what is left */
+    RNIC_CONN_FIN_WAIT,     /* our FIN sent: waiting for the peer's */
 } RnicConnState;
+
+/* What the data-path pump (rnic-dp.c) tells the connection's owner. */
+typedef enum RnicVerdict {
+    RNIC_DP_OK,             /* nothing to send now: wait for the peer */
+    RNIC_DP_BLOCKED,        /* the socket pushed back: wait until writable */
+    RNIC_DP_MORE,           /* the budget of this run is spent: run again */
+    RNIC_DP_DELAYED,        /* fault-delay-ms holds the next burst */
+    RNIC_DP_ABORT,          /* reset the connection */
+} RnicVerdict;
 
 struct RnicConn {
     RnicState *s;
@@ -134,6 +150,8 @@ struct RnicConn {
     int fd;
     RnicConnState state;
     bool initiator;         /* we send the MPA Request */
+    bool passive;           /* not the guest's CONNECT: no reserved slot */
+    bool waiting;           /* counted in its listener's waiting */
     uint32_t listener_id;   /* RNIC_LISTENER_HANDED_IN for handed-in fds */
     struct RnicQp *qp;
     struct rnic_mpa_conn mpa;
@@ -144,18 +162,18 @@ struct RnicConn {
     /* bytes read past the peer's MPA frame: the first FPDUs */
     uint8_t early[2048];
     size_t early_len;
+    QEMUTimer *deadline;    /* MPA exchange or graceful close too slow */
+    QEMUBH *bh;             /* runs the pump again after a spent budget */
     /* RTS: the QP's iWARP stream (rnic-dp.c) */
     struct rnic_ep *ep;
     bool rx_stopped;        /* Terminate sent or stream lost */
     bool close_pending;     /* close once the transmit side is flushed */
-    /* transmit-side FPDU tracking, for statistics and fault injection */
-    size_t tx_fpdu_left;    /* octets of the FPDU in flight still unsent */
-    bool tx_corrupt;        /* its CRC goes out inverted */
-    uint8_t bad_crc[4];
+    bool peer_fin;          /* the peer closed its side */
+    /* fault injection (rnic-fault.c) */
+    uint8_t bad_crc[RNIC_EP_TX_BATCH_FPDUS][4];
     uint64_t bytes;         /* both directions, for fault-drop-after */
     QEMUTimer *delay_timer;
     bool delay_done;        /* the delay before this burst has passed */
-    bool drop_now;          /* fault-drop-after reached */
 };
 
 struct RnicState {
@@ -171,6 +189,7 @@ struct RnicState {
     bool reset_deferred;
     bool teardown_deferred;
     bool unplugged;         /* unrealized: no more DMA or MSI-X */
+    bool in_mmio;           /* CQs are delivered by the bottom half */
 
     uint32_t scratch;
     uint32_t status;
@@ -193,15 +212,17 @@ struct RnicState {
     RnicStats stats;
     uint8_t *rx_buf;        /* one receive buffer: one thread reads */
 
-    /* connections (rnic-cm.c) */
+    /* connections (rnic-conn.c, rnic-cm.c) */
     RnicListener listeners[RNIC_MAX_LISTENERS];
     RnicConn **conns;       /* [max_conns] */
     uint32_t max_conns;
+    uint32_t passive_conns; /* listeners' and handed in: max_conns - max_qp */
     uint16_t conn_gen;
-    GArray *listen_allow;   /* of RnicPrefix */
-    GArray *peer_allow;
+    struct rnic_addr_policy listen_allow, peer_allow;
     char *listen_allow_str;
     char *peer_allow_str;
+    uint32_t mpa_timeout_ms;
+    uint32_t close_timeout_ms;
 
     /* properties */
     RnicLimits limits;
@@ -243,36 +264,57 @@ RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn);
 /* rnic-wq.c */
 void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val);
 void rnic_wq_run(void *opaque);
-void rnic_cq_flush_to_guest(RnicState *s, RnicCq *cq);
-void rnic_cqs_flush_to_guest(RnicState *s);
-void rnic_cq_kick(RnicState *s, RnicCq *cq);
 
-/* rnic-cm.c */
+/*
+ * rnic-cq.c (leaf): the core tells which CQs changed (rnic_cq_changed);
+ * they are written to the guest's rings when the device callback ends,
+ * or earlier by rnic_cqs_deliver() where an event must follow them.
+ */
+void rnic_cq_changed(void *opaque, struct rnic_cq *core);
+void rnic_cq_kick(RnicState *s, RnicCq *cq);
+void rnic_cq_deliver(RnicState *s, RnicCq *cq);
+void rnic_cqs_deliver(RnicState *s);
+
+/* rnic-cm.c: connection commands, listeners, address policy */
 RnicCmdFn rnic_cmd_listen, rnic_cmd_unlisten, rnic_cmd_connect,
     rnic_cmd_accept, rnic_cmd_reject, rnic_cmd_disconnect,
     rnic_cmd_query_conn;
 bool rnic_cm_init(RnicState *s, Error **errp);
 void rnic_cm_reset(RnicState *s);
 void rnic_cm_fini(RnicState *s);
-void rnic_cm_qp_gone(RnicState *s, RnicQp *qp);
-void rnic_conn_free(RnicConn *c);
-void rnic_conn_closed(RnicConn *c, bool abortive);
-void rnic_conn_abort(RnicConn *c);
 bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp);
+void rnic_sockaddr_from_host(const struct sockaddr_storage *ss,
+                             struct rnic_sockaddr *a);
+void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
+                         const uint8_t *pd, uint16_t pd_len,
+                         struct rnic_mpa_params *p);
 
-/* rnic-dp.c */
+/* rnic-conn.c: the one owner of every connection */
+RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive);
+RnicConn *rnic_conn_get(RnicState *s, uint32_t id);
+void rnic_conn_set_state(RnicConn *c, RnicConnState state);
+void rnic_conn_send_mpa(RnicConn *c, const void *buf, size_t len);
+void rnic_conn_adopt(RnicConn *c);
+void rnic_conn_drop(RnicConn *c);
+void rnic_conn_abort(RnicConn *c);
+void rnic_conn_disconnect(RnicConn *c);
+void rnic_conn_local_error(RnicConn *c);
+void rnic_conn_run(RnicConn *c);
+void rnic_conns_close_all(RnicState *s);
+void rnic_conn_qp_gone(RnicQp *qp);
+
+/* rnic-dp.c: the data-path pump; never frees, never closes */
 void rnic_dp_init(RnicState *s);
 bool rnic_dp_start(RnicConn *c);
-void rnic_dp_pump(RnicConn *c);
 void rnic_dp_stop(RnicConn *c);
+RnicVerdict rnic_dp_rx(RnicConn *c);
+RnicVerdict rnic_dp_tx(RnicConn *c);
 
-/* rnic-fault.c */
-void rnic_fault_tx_iov(RnicConn *c, struct iovec *iov, int *cnt);
-void rnic_fault_tx_sent(RnicConn *c, const struct iovec *iov, int cnt,
-                        size_t sent);
+/* rnic-fault.c: the filter the pump consults */
+int rnic_fault_tx_filter(RnicConn *c, struct iovec *iov, int cnt, int max,
+                         const struct rnic_ep_tx_fpdu *fpdus, int nfpdus);
 bool rnic_fault_drop(RnicConn *c, size_t bytes);
 bool rnic_fault_delay(RnicConn *c);
-void rnic_fault_fini(RnicConn *c);
 
 /* rnic-stats.c */
 void rnic_stats_init(RnicState *s);

@@ -23,12 +23,22 @@ typedef struct CmTest {
     uint64_t cq_ring;
 } CmTest;
 
-static void cm_start(CmTest *c, const char *extra)
+/* Loopback, every port: what these tests need (the default is nothing). */
+#define CM_ALLOW ",listen-allow=127.0.0.1,peer-allow=127.0.0.1"
+
+static void cm_start_raw(CmTest *c, const char *args)
 {
-    rnic_test_start(&c->t, extra);
+    rnic_test_start(&c->t, args);
     rnic_test_enable(&c->t);
     c->pdn = rnic_create_pd(&c->t);
     c->cqn = rnic_create_cq(&c->t, 4, 1, &c->cq_ring);
+}
+
+static void cm_start(CmTest *c, const char *extra)
+{
+    g_autofree char *args = g_strdup_printf(CM_ALLOW "%s", extra ?: "");
+
+    cm_start_raw(c, args);
 }
 
 static uint32_t cm_create_qp(CmTest *c)
@@ -146,7 +156,7 @@ static void test_listen_policy(void)
     l.local = loopback(port);
     g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
                     ==, RNIC_CMD_ERR_ADDRINUSE);
-    /* Only loopback by default: 192.0.2.1 (TEST-NET-1) is refused. */
+    /* Only what listen-allow names: 192.0.2.1 (TEST-NET-1) is refused. */
     l.local.addr[0] = 192;
     l.local.addr[1] = 0;
     l.local.addr[2] = 2;

@@ -104,10 +104,14 @@ static void connect_pair(Side *a, Side *b, const char *extra_a,
 {
     const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ |
                             RNIC_ACC_REMOTE_WRITE | RNIC_ACC_REMOTE_ATOMIC;
+    g_autofree char *xa = g_strdup_printf(",listen-allow=127.0.0.1%s",
+                                          extra_a ?: "");
+    g_autofree char *xb = g_strdup_printf(",peer-allow=127.0.0.1%s",
+                                          extra_b ?: "");
 
     memset(a, 0, sizeof(*a));
     memset(b, 0, sizeof(*b));
-    rnic_test_start_pair(&a->t, &b->t, extra_a, extra_b);
+    rnic_test_start_pair(&a->t, &b->t, xa, xb);
     side_setup(a, access);
     side_setup(b, access);
     rnic_connect_qps(&a->t, a->qp.qpn, &b->t, b->qp.qpn, 4);

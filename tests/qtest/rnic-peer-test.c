@@ -230,7 +230,7 @@ static uint32_t peer_start_opts(Peer *p, uint8_t policy, bool crc,
                                 int rcvbuf, bool use_srq)
 {
     memset(p, 0, sizeof(*p));
-    rnic_test_start(&p->t, ",id=dev");
+    rnic_test_start(&p->t, ",id=dev,listen-allow=127.0.0.1");
     return peer_setup(p, policy, crc, rcvbuf, use_srq);
 }
 
@@ -682,7 +682,7 @@ static void test_unplug_from_own_write(void)
     Peer p;
 
     memset(&p, 0, sizeof(p));
-    rnic_test_start_in_slot(&p.t, ",id=dev");
+    rnic_test_start_in_slot(&p.t, ",id=dev,listen-allow=127.0.0.1");
     peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
     qts = p.t.qts;
     exp = qpci_find_capability(p.t.port, PCI_CAP_ID_EXP, 0);

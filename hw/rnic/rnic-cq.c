@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Completions to the guest (a leaf: calls only the bus, events and
+ * traces).  The core CQ says which CQs changed; they wait on a list and
+ * are written to the guest rings when the device callback that changed
+ * them ends (rnic_leave), so no code path has to remember to flush, and
+ * nothing ever scans every CQ.  A vCPU's register write only schedules
+ * the work-queue bottom half, which delivers them.
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "rnic.h"
+#include "abi_wr.h"
+#include "cq.h"
+#include "trace.h"
+
+/*
+ * Moves completions from the core's staging ring to the guest's while the
+ * guest ring has room; what does not fit waits in the core ring, which
+ * reports an overflow when it is full too.
+ */
+void rnic_cq_deliver(RnicState *s, RnicCq *cq)
+{
+    uint32_t n = 1u << cq->log_size;
+    struct rnic_cqe c;
+
+    while ((uint16_t)(cq->prod - cq->cons) < n &&
+           rnic_cq_poll(cq->core, &c, 1)) {
+        struct rnic_cq_entry e;
+        uint64_t addr = cq->ring + (uint64_t)(cq->prod & (n - 1)) *
+                        RNIC_CQE_SIZE;
+
+        rnic_abi_cqe(&c, ((cq->prod >> cq->log_size) & 1) ^ 1, &e);
+        if (rnic_pci_write(s, addr, &e, sizeof(e))) {
+            qemu_log_mask(LOG_GUEST_ERROR, "rnic: CQ %u ring at 0x%" PRIx64
+                          " not writable; completion of wr_id 0x%" PRIx64
+                          " lost\n", cq->cqn, addr, c.wr_id);
+            continue;
+        }
+        trace_rnic_cqe(cq->cqn, c.qpn, rnic_wc_status_str(c.status),
+                       rnic_wc_opcode_str(c.opcode), c.byte_len);
+        s->stats.cqe[e.status & 15]++;
+        cq->prod++;
+    }
+    if (rnic_cq_overflowed(cq->core) && !cq->overflow_reported) {
+        cq->overflow_reported = true;
+        rnic_eq_post(s, RNIC_EV_CQ_OVERFLOW, cq->cqn, 0, 0);
+    }
+    if (cq->irq_pending) {
+        cq->irq_pending = false;
+        rnic_irq(s, cq->vector);
+    }
+}
+
+/* A CQ to deliver when the current callback ends. */
+void rnic_cq_kick(RnicState *s, RnicCq *cq)
+{
+    if (!cq->kicked) {
+        cq->kicked = true;
+        QTAILQ_INSERT_TAIL(&s->kicked_cqs, cq, kick_link);
+    }
+}
+
+/* The core CQ's changed-callback (rnic_cq_set_changed). */
+void rnic_cq_changed(void *opaque, struct rnic_cq *core)
+{
+    RnicCq *cq = opaque;
+
+    rnic_cq_kick(cq->s, cq);
+}
+
+/* Every CQ that changed since the last delivery, and only those. */
+void rnic_cqs_deliver(RnicState *s)
+{
+    RnicCq *cq;
+
+    if (s->in_mmio) {
+        if (!QTAILQ_EMPTY(&s->kicked_cqs)) {
+            qemu_bh_schedule(s->wq_bh);
+        }
+        return;
+    }
+    while ((cq = QTAILQ_FIRST(&s->kicked_cqs))) {
+        QTAILQ_REMOVE(&s->kicked_cqs, cq, kick_link);
+        cq->kicked = false;
+        rnic_cq_deliver(s, cq);
+    }
+}
