@@ -8,6 +8,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/sockets.h"
+#include <sys/resource.h>
 #include "libqos/rnic.h"
 
 #define MPA_REQ_KEY "MPA ID Req Frame"
@@ -452,6 +453,268 @@ static void test_abortive_disconnect(void)
     rnic_test_stop(&c.t);
 }
 
+/* ---- limits a peer cannot exhaust (issue 8, defects 4 and 5) ---- */
+
+/* A loopback port nobody listens on right now. */
+static uint16_t free_port(void)
+{
+    uint16_t port;
+    int fd = rnic_tcp_listen(&port);
+
+    close(fd);
+    return port;
+}
+
+/* True when the device closed or reset @fd within @secs seconds. */
+static bool closed_within(int fd, int secs)
+{
+    struct timeval tv = { .tv_sec = secs };
+    uint8_t b[64];
+    ssize_t n;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    do {
+        n = read(fd, b, sizeof(b));
+    } while (n > 0);
+    return n == 0 || errno == ECONNRESET;
+}
+
+static uint16_t cm_connect_status(CmTest *c, uint16_t port)
+{
+    struct rnic_cmd_connect k = {
+        .qpn = cpu_to_le32(cm_create_qp(c)),
+        .peer = loopback(port),
+    };
+
+    return rnic_cmd_status(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+}
+
+static uint16_t cm_listen_status(CmTest *c, uint16_t port)
+{
+    struct rnic_cmd_listen l = { .local = loopback(port), .backlog = 1 };
+
+    return rnic_cmd_status(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+}
+
+/* Without listen-allow / peer-allow the guest reaches nothing. */
+static void test_default_deny(void)
+{
+    uint16_t mine = free_port(), theirs;
+    int lfd = rnic_tcp_listen(&theirs);
+    g_autofree char *args = g_strdup_printf(
+        ",listen-allow=127.0.0.1:%u-%u,peer-allow=127.0.0.1:%u",
+        mine, mine + 1, theirs);
+    CmTest c;
+
+    cm_start_raw(&c, NULL);
+    g_assert_cmphex(cm_listen_status(&c, 0), ==, RNIC_CMD_ERR_DENIED);
+    g_assert_cmphex(cm_listen_status(&c, mine), ==, RNIC_CMD_ERR_DENIED);
+    g_assert_cmphex(cm_connect_status(&c, theirs), ==, RNIC_CMD_ERR_DENIED);
+    rnic_test_stop(&c.t);
+
+    /* Port ranges: only the named ports, and port 0 needs a portless rule */
+    cm_start_raw(&c, args);
+    g_assert_cmphex(cm_listen_status(&c, 0), ==, RNIC_CMD_ERR_DENIED);
+    g_assert_cmphex(cm_listen_status(&c, mine + 2), ==, RNIC_CMD_ERR_DENIED);
+    g_assert_cmphex(cm_listen_status(&c, mine), ==, RNIC_CMD_OK);
+    g_assert_cmphex(cm_connect_status(&c, theirs + 1), ==,
+                    RNIC_CMD_ERR_DENIED);
+    g_assert_cmphex(cm_connect_status(&c, theirs), ==, RNIC_CMD_OK);
+    close(lfd);
+    rnic_test_stop(&c.t);
+}
+
+/* A peer that connects and says nothing loses its slot (mpa-timeout-ms). */
+static void test_mpa_timeout(void)
+{
+    struct rnic_event ev;
+    uint16_t port;
+    int fd, lfd, silent;
+    CmTest c;
+
+    cm_start(&c, ",mpa-timeout-ms=300");
+    cm_listen(&c, &port);
+    fd = rnic_tcp_connect(port, 0);
+    g_assert_true(closed_within(fd, 10));
+    rnic_settle(&c.t);
+    g_assert_false(rnic_next_event(&c.t, &ev));
+    close(fd);
+
+    /* Our CONNECT to a peer that accepts and never answers: CONN_ERROR. */
+    lfd = rnic_tcp_listen(&port);
+    g_assert_cmphex(cm_connect_status(&c, port), ==, RNIC_CMD_OK);
+    silent = rnic_tcp_accept(lfd);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ERROR);
+    g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, ETIMEDOUT);
+    close(silent);
+    close(lfd);
+    rnic_test_stop(&c.t);
+}
+
+/*
+ * LISTEN's backlog bounds the requests the guest has not answered: a
+ * flood of MPA Requests is reset beyond it instead of filling the event
+ * ring.
+ */
+static void test_listen_backlog(void)
+{
+    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 2 };
+    uint8_t frame[64];
+    size_t len = mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1, "");
+    struct rnic_event ev;
+    struct rnic_cmd cmd;
+    uint32_t first = 0;
+    int fds[5];
+    uint16_t port;
+    CmTest c;
+
+    cm_start(&c, NULL);
+    cmd = rnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
+    for (int i = 0; i < 5; i++) {
+        fds[i] = rnic_tcp_connect(port, 0);
+        /* beyond the backlog the device may have reset it already */
+        if (send(fds[i], frame, len, MSG_NOSIGNAL) != len) {
+            g_assert_cmpint(i, >=, 2);
+        }
+        /* one at a time, so the device takes them in this order */
+        if (i < 2) {
+            rnic_wait_event(&c.t, &ev);
+            g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+            first = first ?: ev.id;
+        } else {
+            g_assert_true(closed_within(fds[i], 10));
+        }
+    }
+    rnic_settle(&c.t);
+    g_assert_false(rnic_next_event(&c.t, &ev));
+    /* Answering one makes room for the next. */
+    cm_accept(&c, fds[0], first);
+    close(fds[2]);
+    fds[2] = rnic_tcp_connect(port, 0);
+    cm_request(&c, fds[2], "");
+    /* UNLISTEN resets the connections still waiting for an answer. */
+    l.listener_id = ((struct rnic_cmd_listen *)cmd.u.raw)->listener_id;
+    rnic_cmd_ok(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
+    g_assert_true(closed_within(fds[1], 10));
+    g_assert_true(closed_within(fds[2], 10));
+    for (int i = 0; i < 5; i++) {
+        close(fds[i]);
+    }
+    rnic_test_stop(&c.t);
+}
+
+/*
+ * Incoming connections cannot take the slots kept for the guest's own
+ * CONNECTs: with max-qps=2 (4 slots) two silent peers are all a listener
+ * gets, and CONNECT still works.
+ */
+static void test_connect_slots_reserved(void)
+{
+    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 8 };
+    struct rnic_cmd cmd;
+    uint16_t port, theirs;
+    int fds[4], lfd, out;
+    CmTest c;
+
+    cm_start(&c, ",max-qps=2");
+    cmd = rnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
+    for (int i = 0; i < 4; i++) {
+        fds[i] = rnic_tcp_connect(port, 0);
+    }
+    g_assert_true(closed_within(fds[2], 10));
+    g_assert_true(closed_within(fds[3], 10));
+    lfd = rnic_tcp_listen(&theirs);
+    g_assert_cmphex(cm_connect_status(&c, theirs), ==, RNIC_CMD_OK);
+    out = rnic_tcp_accept(lfd);
+    {
+        uint8_t hdr[MPA_HDR], pd[512];
+
+        mpa_read(out, MPA_REQ_KEY, hdr, pd);
+    }
+    close(out);
+    close(lfd);
+    for (int i = 0; i < 4; i++) {
+        close(fds[i]);
+    }
+    rnic_test_stop(&c.t);
+}
+
+/* CPU seconds QEMU has used so far. */
+static double qemu_cpu_seconds(CmTest *c)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat",
+                                            (int)qtest_pid(c->t.qts));
+    g_autofree char *stat = NULL;
+    unsigned long ut = 0, st = 0;
+    char *p;
+
+    g_assert_true(g_file_get_contents(path, &stat, NULL, NULL));
+    p = strrchr(stat, ')');
+    g_assert_nonnull(p);
+    /* after "comm)": state ppid pgrp session tty tpgid flags minflt
+     * cminflt majflt cmajflt utime stime */
+    g_assert_cmpint(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
+                           "%*u %*u %lu %lu", &ut, &st), ==, 2);
+    return (double)(ut + st) / sysconf(_SC_CLK_TCK);
+}
+
+static int qemu_open_fds(CmTest *c)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/fd",
+                                            (int)qtest_pid(c->t.qts));
+    GDir *d = g_dir_open(path, 0, NULL);
+    int n = 0;
+
+    g_assert_nonnull(d);
+    while (g_dir_read_name(d)) {
+        n++;
+    }
+    g_dir_close(d);
+    return n;
+}
+
+/*
+ * accept() failing with EMFILE leaves the connection queued and the
+ * listener readable: the device must pause it, not spin, and take the
+ * connection once descriptors are back.
+ */
+static void test_accept_emfile(void)
+{
+    struct rlimit lim, low;
+    double cpu0, cpu1, wall0, wall1;
+    uint16_t port;
+    pid_t pid;
+    int fd;
+    CmTest c;
+
+    cm_start(&c, NULL);
+    cm_listen(&c, &port);
+    pid = qtest_pid(c.t.qts);
+    g_assert_cmpint(prlimit(pid, RLIMIT_NOFILE, NULL, &lim), ==, 0);
+    low = lim;
+    low.rlim_cur = qemu_open_fds(&c);
+    g_assert_cmpint(prlimit(pid, RLIMIT_NOFILE, &low, NULL), ==, 0);
+    fd = rnic_tcp_connect(port, 0);
+
+    cpu0 = qemu_cpu_seconds(&c);
+    wall0 = g_get_monotonic_time() / 1e6;
+    g_usleep(G_USEC_PER_SEC);
+    cpu1 = qemu_cpu_seconds(&c);
+    wall1 = g_get_monotonic_time() / 1e6;
+    g_test_message("QEMU used %.2f s of CPU in %.2f s with accept() "
+                   "failing", cpu1 - cpu0, wall1 - wall0);
+    /* a spinning main loop takes a whole core; a paused listener none */
+    g_assert_cmpfloat(cpu1 - cpu0, <, 0.25 * (wall1 - wall0));
+
+    g_assert_cmpint(prlimit(pid, RLIMIT_NOFILE, &lim, NULL), ==, 0);
+    cm_request(&c, fd, "back");
+    close(fd);
+    rnic_test_stop(&c.t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -464,5 +727,11 @@ int main(int argc, char **argv)
                    test_active_rejected_and_denied);
     qtest_add_func("/rnic/cm/handoff-fd", test_handoff_fd);
     qtest_add_func("/rnic/cm/abortive-disconnect", test_abortive_disconnect);
+    qtest_add_func("/rnic/cm/default-deny", test_default_deny);
+    qtest_add_func("/rnic/cm/mpa-timeout", test_mpa_timeout);
+    qtest_add_func("/rnic/cm/listen-backlog", test_listen_backlog);
+    qtest_add_func("/rnic/cm/connect-slots-reserved",
+                   test_connect_slots_reserved);
+    qtest_add_func("/rnic/cm/accept-emfile", test_accept_emfile);
     return g_test_run();
 }
