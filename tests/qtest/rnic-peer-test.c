@@ -13,6 +13,8 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "hw/pci/pci_regs.h"
+#include "qemu/atomic.h"
+#include "qobject/qdict.h"
 #include "libqos/rnic.h"
 
 #define IOVA        0x10000000ull
@@ -699,6 +701,259 @@ static void test_unplug_from_own_write(void)
     peer_stop(&p);
 }
 
+/* ---- closing, malformed work, floods (issue 8, defects 2, 4, 8) ---- */
+
+static void peer_disconnect(Peer *p, uint32_t flags)
+{
+    struct rnic_cmd_disconnect d = {
+        .qpn = cpu_to_le32(p->qp.qpn), .flags = cpu_to_le32(flags),
+    };
+
+    rnic_cmd_ok(&p->t, RNIC_CMD_DISCONNECT, &d, sizeof(d));
+}
+
+/* The CONN_CLOSED event, skipping others; returns its "abortive" flag. */
+static uint32_t expect_conn_closed(Peer *p)
+{
+    struct rnic_event ev;
+
+    do {
+        rnic_wait_event(&p->t, &ev);
+    } while (ev.type != RNIC_EV_CONN_CLOSED);
+    g_assert_cmpuint(le32_to_cpu(ev.id), ==, p->qp.qpn);
+    return le32_to_cpu(ev.arg0);
+}
+
+/* RFC 5040: the peer's FIN takes an RTS QP through CLOSING to IDLE. */
+static void test_peer_fin_closing(void)
+{
+    Peer p;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    shutdown(p.fd, SHUT_WR);
+    g_assert_cmpuint(expect_conn_closed(&p), ==, 0);
+    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_IDLE);
+    expect_closed(&p);      /* our FIN came back */
+    peer_stop(&p);
+}
+
+/*
+ * Graceful DISCONNECT while a 2 MiB Write is stuck behind a 64 KiB
+ * window: all of it still goes out, then FIN; the Write completes and the
+ * QP ends in IDLE once the peer closes too.
+ */
+static void test_disconnect_drains(void)
+{
+    enum { LEN = 2 * 1024 * 1024 };
+    uint64_t big, got = 0;
+    uint32_t big_stag;
+    struct rnic_cq_entry e;
+    uint8_t sink[65536];
+    ssize_t n;
+    Peer p;
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(7),
+        .opcode = RNIC_WQE_WRITE,
+        .flags = RNIC_WQE_FLAG_SIGNALED,
+        .num_sge = 1,
+        .sge[0] = {
+            .addr = cpu_to_le64(RNIC_TEST_MR_IOVA),
+            .length = cpu_to_le32(LEN),
+        },
+        .remote_stag = cpu_to_le32(0x1234),
+    };
+
+    peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536, false);
+    big = guest_alloc(p.t.alloc, LEN);
+    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
+                                0x44, &big_stag), ==, RNIC_CMD_OK);
+    w.sge[0].stag = cpu_to_le32(big_stag);
+    rnic_post_send(&p.t, &p.qp, &w);
+    for (int i = 0; i < 50; i++) {
+        g_usleep(1000);
+        rnic_settle(&p.t);
+    }
+    peer_disconnect(&p, 0);
+    while ((n = read(p.fd, sink, sizeof(sink))) > 0) {
+        got += n;
+        rnic_settle(&p.t);
+    }
+    g_assert_cmpint(n, ==, 0);              /* FIN, not a reset */
+    g_assert_cmpuint(got, >, LEN);          /* all of it, framed */
+    shutdown(p.fd, SHUT_WR);
+    g_assert_cmpuint(expect_conn_closed(&p), ==, 0);
+    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, 7);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_IDLE);
+    peer_stop(&p);
+}
+
+/* Completions in the CQ with @wr_id after the device settled. */
+static int cqes_with_wr_id(Peer *p, uint64_t wr_id, uint8_t *status)
+{
+    struct rnic_cq_entry e;
+    int n = 0;
+
+    rnic_settle(&p->t);
+    for (uint32_t i = 0; rnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e);
+         i++) {
+        if (le64_to_cpu(e.wr_id) == wr_id) {
+            *status = e.status;
+            n++;
+        }
+    }
+    return n;
+}
+
+/*
+ * A malformed send queue entry on a connected QP: one error completion,
+ * the QP in ERROR, a Terminate on the wire (RDMAP, local catastrophic),
+ * and the connection closed.
+ */
+static void test_malformed_wqe(void)
+{
+    struct rnic_sq_wqe w = { .wr_id = cpu_to_le64(0xbad), .opcode = 0x7f };
+    struct timeval tv = { .tv_sec = 5 };
+    struct rnic_event ev;
+    uint8_t status;
+    Peer p;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    rnic_post_send(&p.t, &p.qp, &w);
+    expect_event(&p, RNIC_EV_QP_ERROR, &ev);
+    expect_terminate(&p, 0x000, 0);
+    expect_closed(&p);
+    g_assert_cmpuint(expect_conn_closed(&p), ==, 1);
+    g_assert_cmpint(cqes_with_wr_id(&p, 0xbad, &status), ==, 1);
+    g_assert_cmpuint(status, ==, RNIC_CQE_LOC_QP_OP_ERR);
+    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_ERROR);
+    peer_stop(&p);
+}
+
+/* A receive the core took but whose linked STag is bad: one completion. */
+static void test_bad_recv_link_one_cqe(void)
+{
+    struct rnic_rq_wqe w = {
+        .wr_id = cpu_to_le64(0x77),
+        .linked_stag = cpu_to_le32(0x12345600),
+    };
+    struct timeval tv = { .tv_sec = 5 };
+    uint8_t status;
+    Peer p;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    rnic_post_recv(&p.t, &p.qp, &w);
+    expect_terminate(&p, 0x000, 0);
+    expect_closed(&p);
+    expect_conn_closed(&p);
+    g_assert_cmpint(cqes_with_wr_id(&p, 0x77, &status), ==, 1);
+    peer_stop(&p);
+}
+
+/* The flood: a thread reads the device's Read Response as fast as it can. */
+typedef struct Drain {
+    int fd;
+    uint64_t bytes;         /* atomic */
+} Drain;
+
+static gpointer drain_thread(gpointer opaque)
+{
+    Drain *d = opaque;
+    g_autofree uint8_t *buf = g_malloc(1 << 20);
+    ssize_t n;
+
+    while ((n = read(d->fd, buf, 1 << 20)) > 0) {
+        qatomic_add(&d->bytes, n);
+    }
+    return NULL;
+}
+
+/*
+ * The peer reads 4 GiB out of guest memory (one 2 MiB page mapped 2047
+ * times) and drains it as fast as it can: QMP must still answer while the
+ * device sends.  The budget per run is what keeps the main loop free; the
+ * time is printed, not asserted (this machine is shared).
+ */
+static void test_read_flood_qmp(void)
+{
+    enum { PAGE = 2 * 1024 * 1024, N = 2047 };
+    uint64_t mem, page, pbl, sent_at[5];
+    double worst = 0;
+    uint8_t u[64];
+    size_t h;
+    struct rnic_cmd_reg_mr r;
+    struct rnic_cmd cmd;
+    uint32_t stag;
+    Drain d = { 0 };
+    gint64 t_start;
+    GThread *th;
+    Peer p;
+
+    peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    mem = guest_alloc(p.t.alloc, 2 * PAGE);
+    page = (mem + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+    pbl = guest_alloc(p.t.alloc, 8 * N);
+    for (int i = 0; i < N; i++) {
+        qtest_writeq(p.t.qts, pbl + 8 * i, page);
+    }
+    r = (struct rnic_cmd_reg_mr) {
+        .pdn = cpu_to_le32(p.pdn),
+        .access = cpu_to_le32(RNIC_ACC_REMOTE_READ),
+        .iova = cpu_to_le64(0),
+        .length = cpu_to_le64((uint64_t)PAGE * N),
+        .pbl_addr = cpu_to_le64(pbl),
+        .npages = cpu_to_le32(N),
+        .page_shift = 21,
+        .key = 0x55,
+    };
+    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_REG_MR, &r, sizeof(r));
+    stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
+
+    /* RDMA Read Request (RFC 5040 section 4.4), QN 1 */
+    h = untagged_hdr(&p, u, 0x1, 0, 1, 0);
+    stl_be_p(u + h, 0x4242);                    /* sink STag */
+    stq_be_p(u + h + 4, 0);                     /* sink TO */
+    stl_be_p(u + h + 12, (uint32_t)PAGE * N);   /* size: 4 GiB - 2 MiB */
+    stl_be_p(u + h + 16, stag);                 /* source STag */
+    stq_be_p(u + h + 20, 0);                    /* source TO */
+    send_fpdu(&p, u, h + 28);
+
+    d.fd = p.fd;
+    t_start = g_get_monotonic_time();
+    th = g_thread_new("drain", drain_thread, &d);
+    while (qatomic_read(&d.bytes) < 1024 * 1024) {
+        g_usleep(1000);
+    }
+    for (int i = 0; i < 5; i++) {
+        gint64 t0 = g_get_monotonic_time();
+        QDict *resp = qtest_qmp(p.t.qts, "{'execute': 'query-status'}");
+        double ms = (g_get_monotonic_time() - t0) / 1000.0;
+
+        g_assert_true(qdict_haskey(resp, "return"));
+        qobject_unref(resp);
+        sent_at[i] = qatomic_read(&d.bytes);
+        worst = MAX(worst, ms);
+    }
+    g_test_message("QMP answered 5 times during a 4 GiB Read Response, "
+                   "slowest %.1f ms; the peer had %" PRIu64 " .. %" PRIu64
+                   " bytes then", worst, sent_at[0], sent_at[4]);
+    /* The runs that gave way to QMP came back: all of it arrives. */
+    for (int i = 0; i < 120000 && qatomic_read(&d.bytes) < (uint64_t)PAGE * N;
+         i++) {
+        g_usleep(1000);
+    }
+    g_test_message("the peer had %" PRIu64 " bytes after %.1f s",
+                   qatomic_read(&d.bytes),
+                   (g_get_monotonic_time() - t_start) / 1e6);
+    g_assert_cmpuint(qatomic_read(&d.bytes), >, (uint64_t)PAGE * N);
+    shutdown(p.fd, SHUT_RDWR);
+    g_thread_join(th);
+    peer_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -719,5 +974,11 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);
     qtest_add_func("/rnic/peer/unplug-from-own-write",
                    test_unplug_from_own_write);
+    qtest_add_func("/rnic/peer/peer-fin-closing", test_peer_fin_closing);
+    qtest_add_func("/rnic/peer/disconnect-drains", test_disconnect_drains);
+    qtest_add_func("/rnic/peer/malformed-wqe", test_malformed_wqe);
+    qtest_add_func("/rnic/peer/bad-recv-link-one-cqe",
+                   test_bad_recv_link_one_cqe);
+    qtest_add_func("/rnic/peer/read-flood-qmp", test_read_flood_qmp);
     return g_test_run();
 }
