@@ -661,18 +661,24 @@ static double qemu_cpu_seconds(CmTest *c)
     return (double)(ut + st) / sysconf(_SC_CLK_TCK);
 }
 
-static int qemu_open_fds(CmTest *c)
+/* The descriptor QEMU's next socket would get: the lowest one unused. */
+static int qemu_lowest_free_fd(CmTest *c)
 {
     g_autofree char *path = g_strdup_printf("/proc/%d/fd",
                                             (int)qtest_pid(c->t.qts));
+    g_autoptr(GHashTable) used = g_hash_table_new(NULL, NULL);
     GDir *d = g_dir_open(path, 0, NULL);
+    const char *name;
     int n = 0;
 
     g_assert_nonnull(d);
-    while (g_dir_read_name(d)) {
-        n++;
+    while ((name = g_dir_read_name(d))) {
+        g_hash_table_add(used, GINT_TO_POINTER(atoi(name) + 1));
     }
     g_dir_close(d);
+    while (g_hash_table_contains(used, GINT_TO_POINTER(n + 1))) {
+        n++;
+    }
     return n;
 }
 
@@ -695,7 +701,7 @@ static void test_accept_emfile(void)
     pid = qtest_pid(c.t.qts);
     g_assert_cmpint(prlimit(pid, RLIMIT_NOFILE, NULL, &lim), ==, 0);
     low = lim;
-    low.rlim_cur = qemu_open_fds(&c);
+    low.rlim_cur = qemu_lowest_free_fd(&c);
     g_assert_cmpint(prlimit(pid, RLIMIT_NOFILE, &low, NULL), ==, 0);
     fd = rnic_tcp_connect(port, 0);
 

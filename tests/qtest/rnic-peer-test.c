@@ -738,21 +738,22 @@ static void test_peer_fin_closing(void)
 }
 
 /*
- * Graceful DISCONNECT while a 2 MiB Write is stuck behind a 64 KiB
- * window: all of it still goes out, then FIN; the Write completes and the
- * QP ends in IDLE once the peer closes too.
+ * Graceful DISCONNECT while 16 MiB of Writes are stuck behind a 64 KiB
+ * window (more than the socket buffers hold): the Write the data path
+ * had begun still goes out whole, then FIN; once the peer closes too, the
+ * Writes never begun are flushed (CLOSING starts nothing new).
  */
 static void test_disconnect_drains(void)
 {
-    enum { LEN = 2 * 1024 * 1024 };
+    enum { LEN = 2 * 1024 * 1024, N = 8 };
     uint64_t big, got = 0;
     uint32_t big_stag;
     struct rnic_cq_entry e;
     uint8_t sink[65536];
+    uint32_t done = 0, ok = 0;
     ssize_t n;
     Peer p;
     struct rnic_sq_wqe w = {
-        .wr_id = cpu_to_le64(7),
         .opcode = RNIC_WQE_WRITE,
         .flags = RNIC_WQE_FLAG_SIGNALED,
         .num_sge = 1,
@@ -768,7 +769,10 @@ static void test_disconnect_drains(void)
     g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
                                 0x44, &big_stag), ==, RNIC_CMD_OK);
     w.sge[0].stag = cpu_to_le32(big_stag);
-    rnic_post_send(&p.t, &p.qp, &w);
+    for (int i = 0; i < N; i++) {
+        w.wr_id = cpu_to_le64(i);
+        rnic_post_send(&p.t, &p.qp, &w);
+    }
     for (int i = 0; i < 50; i++) {
         g_usleep(1000);
         rnic_settle(&p.t);
@@ -779,13 +783,29 @@ static void test_disconnect_drains(void)
         rnic_settle(&p.t);
     }
     g_assert_cmpint(n, ==, 0);              /* FIN, not a reset */
-    g_assert_cmpuint(got, >, LEN);          /* all of it, framed */
     shutdown(p.fd, SHUT_WR);
     g_assert_cmpuint(expect_conn_closed(&p), ==, 0);
-    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
-    g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, 7);
-    g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
-    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_IDLE);
+    /*
+     * The Writes begun before DISCONNECT completed, whole; those not begun
+     * were flushed (the QP was CLOSING) and not one octet of them left.
+     */
+    while (rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done + ok, &e)) {
+        g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, done + ok);
+        if (e.status == RNIC_CQE_SUCCESS) {
+            g_assert_cmpuint(done, ==, 0);
+            ok++;
+        } else {
+            g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
+            done++;
+        }
+    }
+    g_test_message("%" PRIu64 " octets for %u whole Writes", got, ok);
+    g_assert_cmpuint(done + ok, ==, N);
+    g_assert_cmpuint(ok, >=, 1);
+    g_assert_cmpuint(got, >, (uint64_t)ok * LEN);
+    g_assert_cmpuint(got, <, (uint64_t)ok * LEN + LEN / 32);   /* framing */
+    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==,
+                     RNIC_QPS_ERROR);
     peer_stop(&p);
 }
 
