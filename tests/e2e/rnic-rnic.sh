@@ -61,10 +61,14 @@ GUEST
 # QEMU options for the server guest (-trace, -qmp, ...).
 port=${E2E_PORT:-$(e2e_free_port)}
 # shellcheck disable=SC2086
+# The device reaches only what it is told: the server may listen on
+# loopback (any port: the hot-removal listener takes port 0), the client
+# may connect to the server's port only.
 e2e_guest_start "$name-server" "$initrd" "e2e.role=server e2e.port=$port" \
-    -device "rnic,id=rnic0${E2E_RNIC_OPTS:-}" ${E2E_SERVER_QEMU_ARGS:-}
+    -device "rnic,id=rnic0,listen-allow=127.0.0.1${E2E_RNIC_OPTS:-}" \
+    ${E2E_SERVER_QEMU_ARGS:-}
 e2e_guest_start "$name-client" "$initrd" "e2e.role=client e2e.port=$port" \
-    -device rnic,id=rnic0
+    -device "rnic,id=rnic0,peer-allow=127.0.0.1:$port"
 
 rc=0
 e2e_guest_wait "$name-client" || rc=1

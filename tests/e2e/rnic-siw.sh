@@ -113,7 +113,8 @@ e2e_guest_start siw-peer "$siw_initrd" "$args" \
 # slirp accepts connections before the guest listens: wait for rping -s.
 e2e_wait_marker siw-peer SIW-READY
 e2e_guest_start rnic-siw "$rnic_initrd" "$args" \
-    -device rnic,id=rnic0 -device rnic,id=rnic1,mpa-crc=required
+    -device "rnic,id=rnic0,peer-allow=127.0.0.1:$pa0,listen-allow=127.0.0.1:$pb0" \
+    -device "rnic,id=rnic1,mpa-crc=required,peer-allow=127.0.0.1:$pa1,listen-allow=127.0.0.1:$pb1"
 
 rc=0
 e2e_guest_wait rnic-siw || rc=1

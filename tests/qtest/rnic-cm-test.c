@@ -654,8 +654,7 @@ static double qemu_cpu_seconds(CmTest *c)
     g_assert_true(g_file_get_contents(path, &stat, NULL, NULL));
     p = strrchr(stat, ')');
     g_assert_nonnull(p);
-    /* after "comm)": state ppid pgrp session tty tpgid flags minflt
-     * cminflt majflt cmajflt utime stime */
+    /* after "comm)": utime and stime are the 12th and 13th fields */
     g_assert_cmpint(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
                            "%*u %*u %lu %lu", &ut, &st), ==, 2);
     return (double)(ut + st) / sysconf(_SC_CLK_TCK);
