@@ -37,16 +37,6 @@ static void rnic_conn_again(void *opaque);
 
 /* ---- slots ---- */
 
-RnicConn *rnic_conn_get(RnicState *s, uint32_t id)
-{
-    uint32_t i = (id & 0xffff) - 1;
-
-    if (i >= s->max_conns || !s->conns[i] || s->conns[i]->id != id) {
-        return NULL;
-    }
-    return s->conns[i];
-}
-
 /*
  * A slot for @fd.  Connections the guest did not ask for (@passive:
  * accepted, handed in) never take the max-qps slots kept for its own

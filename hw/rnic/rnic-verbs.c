@@ -238,11 +238,6 @@ uint16_t rnic_cmd_invalidate(RnicState *s, struct rnic_cmd *cmd)
 
 /* ---- CQs ---- */
 
-RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn)
-{
-    return cqn && cqn <= s->limits.max_cq ? s->cqs[cqn - 1] : NULL;
-}
-
 static void rnic_cq_notify(void *opaque, struct rnic_cq *core)
 {
     RnicCq *cq = opaque;
@@ -317,11 +312,6 @@ uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
 
 /* ---- SRQs ---- */
 
-RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn)
-{
-    return srqn && srqn <= s->limits.max_srq ? s->srqs[srqn - 1] : NULL;
-}
-
 uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_srq *p = (void *)cmd->u.raw;
@@ -384,16 +374,6 @@ uint16_t rnic_cmd_destroy_srq(RnicState *s, struct rnic_cmd *cmd)
 }
 
 /* ---- QPs ---- */
-
-RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn)
-{
-    void *qp = NULL;
-
-    if (rnic_qpn_lookup(s->qpns, qpn, &qp) != RNIC_QPN_LIVE) {
-        return NULL;
-    }
-    return qp;
-}
 
 static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_create_qp *p,
                               RnicCq **scq, RnicCq **rcq, RnicSrq **srq)

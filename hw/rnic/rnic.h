@@ -8,8 +8,8 @@
  * requests.  rnic-conn.c owns every connection (socket, handlers, timers,
  * state, freeing); rnic-dp.c is its data-path pump and rnic-fault.c the
  * filter the pump consults.  Leaves, which call nothing above them:
- * rnic-cq.c (completions to the guest), rnic-eq.c (events), rnic-bus.c
- * (DMA and interrupts), rnic-stats.c.
+ * rnic-tables.c (handle lookups), rnic-cq.c (completions to the guest),
+ * rnic-eq.c (events), rnic-bus.c (DMA and interrupts), rnic-stats.c.
  */
 #ifndef HW_RNIC_H
 #define HW_RNIC_H
@@ -257,9 +257,12 @@ RnicCmdFn rnic_cmd_create_pd, rnic_cmd_destroy_pd, rnic_cmd_reg_mr,
 bool rnic_verbs_init(RnicState *s, Error **errp);
 void rnic_verbs_reset(RnicState *s);
 void rnic_verbs_fini(RnicState *s);
+
+/* rnic-tables.c (leaf): handle lookups; NULL for no live object */
 RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn);
 RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn);
 RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn);
+RnicConn *rnic_conn_get(RnicState *s, uint32_t id);
 
 /* rnic-wq.c */
 void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val);
@@ -291,7 +294,6 @@ void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
 
 /* rnic-conn.c: the one owner of every connection */
 RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive);
-RnicConn *rnic_conn_get(RnicState *s, uint32_t id);
 void rnic_conn_set_state(RnicConn *c, RnicConnState state);
 void rnic_conn_send_mpa(RnicConn *c, const void *buf, size_t len);
 void rnic_conn_adopt(RnicConn *c);

@@ -880,23 +880,66 @@ static struct tx_rec rec[2][2];     /* [batch][side: A, B] */
  * limit, each followed by an advance of a random amount (0 sometimes,
  * often across FPDU boundaries), fed to @to in random pieces.
  */
+/*
+ * The FPDU marks of a peek (rnic_ep_tx_peek_fpdus) describe it: numbered
+ * on from the FPDUs sent, each ending after the one before, all but the
+ * first whole; *ends gets the octet offset where each ends.
+ */
+static void check_marks(struct epf_side *from, const struct iovec *iov,
+                        int cnt, const struct rnic_ep_tx_fpdu *f, int nf,
+                        size_t *ends)
+{
+    size_t off = 0;
+    int k = 0;
+
+    ck_assert_int_ge(nf, cnt ? 1 : 0);
+    for (int i = 0; i < nf; i++) {
+        ck_assert_uint_eq(f[i].seq, rnic_ep_tx_fpdus_sent(from->ep) + i);
+        ck_assert_int_gt(f[i].end, i ? f[i - 1].end : 0);
+        ck_assert(i == 0 || f[i].tail);
+        for (; k < f[i].end; k++) {
+            off += iov[k].iov_len;
+        }
+        ends[i] = off;
+    }
+    ck_assert_int_eq(nf ? f[nf - 1].end : 0, cnt);
+}
+
+/* FPDUs that @n octets of the peek finished, by its marks. */
+static uint64_t marks_finished(const struct rnic_ep_tx_fpdu *f, int nf,
+                               const size_t *ends, size_t n)
+{
+    uint64_t done = 0;
+
+    for (int i = 0; i < nf && f[i].tail && ends[i] <= n; i++) {
+        done++;
+    }
+    return done;
+}
+
 static size_t drain(struct epf_side *from, struct epf_side *to, bool batch,
                     struct tx_rec *r)
 {
     struct iovec iov[64];
-    size_t moved = 0, total;
-    int cnt;
+    struct rnic_ep_tx_fpdu f[RNIC_EP_TX_BATCH_FPDUS];
+    size_t moved = 0, total, ends[RNIC_EP_TX_BATCH_FPDUS];
+    int cnt, nf = 0;
 
     for (;;) {
         int max = 1 + (int)epf_rand(&rng, 64);
         size_t n, off = 0;
+        uint64_t sent0;
 
-        total = batch ? rnic_ep_tx_peek_batch(from->ep, iov, max, &cnt,
+        total = batch ? rnic_ep_tx_peek_fpdus(from->ep, iov, max, &cnt,
                                               1 + (int)epf_rand(&rng,
-                                                  RNIC_EP_TX_BATCH_FPDUS + 8))
+                                                  RNIC_EP_TX_BATCH_FPDUS + 8),
+                                              f, &nf)
                       : rnic_ep_tx_peek(from->ep, iov, max, &cnt);
         if (!total) {
             break;
+        }
+        if (batch) {
+            check_marks(from, iov, cnt, f, nf, ends);
         }
         ck_assert_int_le(cnt, max);
         n = epf_rand(&rng, 8) ? 1 + epf_rand(&rng, (uint32_t)total) : 0;
@@ -911,7 +954,12 @@ static size_t drain(struct epf_side *from, struct epf_side *to, bool batch,
             off += k;
         }
         ck_assert_uint_eq(off, n);
+        sent0 = rnic_ep_tx_fpdus_sent(from->ep);
         rnic_ep_tx_advance(from->ep, n);
+        if (batch) {
+            ck_assert_uint_eq(rnic_ep_tx_fpdus_sent(from->ep) - sent0,
+                              marks_finished(f, nf, ends, n));
+        }
         for (size_t fed = 0; fed < n;) {
             size_t piece = 1 + epf_rand(&rng, CHUNK);
 

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Handle lookups (a leaf: reads the device's tables, calls nothing).  A
+ * guest-chosen number that names no live object gives NULL; connection
+ * ids carry a generation, so a stale one never finds a newer connection.
+ */
+#include "qemu/osdep.h"
+#include "rnic.h"
+#include "qpn.h"
+
+RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn)
+{
+    return cqn && cqn <= s->limits.max_cq ? s->cqs[cqn - 1] : NULL;
+}
+
+RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn)
+{
+    return srqn && srqn <= s->limits.max_srq ? s->srqs[srqn - 1] : NULL;
+}
+
+RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn)
+{
+    void *qp = NULL;
+
+    if (rnic_qpn_lookup(s->qpns, qpn, &qp) != RNIC_QPN_LIVE) {
+        return NULL;
+    }
+    return qp;
+}
+
+RnicConn *rnic_conn_get(RnicState *s, uint32_t id)
+{
+    uint32_t i = (id & 0xffff) - 1;
+
+    if (i >= s->max_conns || !s->conns[i] || s->conns[i]->id != id) {
+        return NULL;
+    }
+    return s->conns[i];
+}
