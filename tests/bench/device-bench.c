@@ -283,7 +283,10 @@ static void bench_pair(const char *suffix, const char *args, double tcp_mbs,
 /* QEMU_BENCH_ARGS adds to every device's options (e.g. an IOThread). */
 static void bench_device(void)
 {
-    const char *extra = g_getenv("QEMU_BENCH_ARGS") ?: "";
+    /* loopback, any port: the listener takes port 0 */
+    g_autofree char *extra = g_strdup_printf(
+        ",listen-allow=127.0.0.1,peer-allow=127.0.0.1%s",
+        g_getenv("QEMU_BENCH_ARGS") ?: "");
     g_autofree char *crc = g_strdup_printf(",mpa-crc=required%s", extra);
     double tcp_mbs, tcp_rtt;
 
