@@ -293,7 +293,7 @@ static void rnic_conn_step(RnicConn *c, bool readable)
     }
     if (c->close_pending) {
         /* Terminate sent or received, or stream lost: close once out. */
-        if (v != RNIC_DP_BLOCKED && v != RNIC_DP_MORE) {
+        if (v == RNIC_DP_OK) {
             rnic_conn_closed(c, true);
             return;
         }

@@ -944,9 +944,10 @@ static void test_read_flood_qmp(void)
     d.fd = p.fd;
     t_start = g_get_monotonic_time();
     th = g_thread_new("drain", drain_thread, &d);
-    while (qatomic_read(&d.bytes) < 1024 * 1024) {
+    for (int i = 0; i < 30000 && qatomic_read(&d.bytes) < 1024 * 1024; i++) {
         g_usleep(1000);
     }
+    g_assert_cmpuint(qatomic_read(&d.bytes), >=, 1024 * 1024);
     for (int i = 0; i < 5; i++) {
         gint64 t0 = g_get_monotonic_time();
         QDict *resp = qtest_qmp(p.t.qts, "{'execute': 'query-status'}");
