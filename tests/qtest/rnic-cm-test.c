@@ -720,6 +720,63 @@ static void test_accept_emfile(void)
     rnic_test_stop(&c.t);
 }
 
+/*
+ * A flood of MPA Requests over two listeners while the guest reads no
+ * events: requests never take more than half the event ring (8 entries
+ * here), so the event that follows them still fits.
+ */
+static void test_request_flood_keeps_events(void)
+{
+    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 8 };
+    uint8_t frame[64];
+    size_t len = mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1, "");
+    uint16_t ports[2], closed_port = free_port();
+    struct rnic_event ev;
+    int fds[8], requests = 0, errors = 0;
+    CmTest c;
+
+    cm_start(&c, NULL);
+    for (int i = 0; i < 2; i++) {
+        struct rnic_cmd cmd = rnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l,
+                                          sizeof(l));
+
+        ports[i] = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->
+                               local.port);
+    }
+    for (int i = 0; i < 8; i++) {
+        fds[i] = rnic_tcp_connect(ports[i % 2], 0);
+        if (send(fds[i], frame, len, MSG_NOSIGNAL) != len) {
+            g_assert_cmpint(i, >=, 4);
+        }
+        if (i < 4) {
+            g_usleep(100 * 1000);   /* taken in this order */
+        } else {
+            g_assert_true(closed_within(fds[i], 10));
+        }
+    }
+    /* An event of another kind: a CONNECT the host refuses. */
+    g_assert_cmphex(cm_connect_status(&c, closed_port), ==, RNIC_CMD_OK);
+    for (int i = 0; i < 100; i++) {
+        g_usleep(10 * 1000);
+        rnic_settle(&c.t);
+        if (rnic_rd(&c.t, RNIC_REG_EQ_PROD) - c.t.eq_cons == 5) {
+            break;
+        }
+    }
+    g_assert_cmphex(rnic_rd(&c.t, RNIC_REG_STATUS) & RNIC_STATUS_EQ_OVERFLOW,
+                    ==, 0);
+    while (rnic_next_event(&c.t, &ev)) {
+        requests += ev.type == RNIC_EV_CONN_REQUEST;
+        errors += ev.type == RNIC_EV_CONN_ERROR;
+    }
+    g_assert_cmpint(requests, ==, 4);
+    g_assert_cmpint(errors, ==, 1);
+    for (int i = 0; i < 8; i++) {
+        close(fds[i]);
+    }
+    rnic_test_stop(&c.t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -738,5 +795,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/cm/connect-slots-reserved",
                    test_connect_slots_reserved);
     qtest_add_func("/rnic/cm/accept-emfile", test_accept_emfile);
+    qtest_add_func("/rnic/cm/request-flood-keeps-events",
+                   test_request_flood_keeps_events);
     return g_test_run();
 }
