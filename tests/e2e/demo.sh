@@ -26,7 +26,9 @@ What ran: two QEMU guests, each with "-device rnic" and no NIC.  Each
 loads rnic.ko, which brings the device up and offers /dev/rnic0; user
 space (rnic-tool) creates a PD, CQs and a QP, registers its own memory,
 and the devices carry iWARP (MPA/DDP/RDMAP) over a TCP connection that
-QEMU makes on the host's loopback.
+QEMU makes on the host's loopback.  A device reaches only what it is told:
+the server's may listen on 127.0.0.1 (listen-allow), the client's may
+connect to the server's port only (peer-allow=127.0.0.1:PORT).
 
 TXT
 echo "Server guest:"
