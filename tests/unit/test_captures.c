@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Golden input: every FPDU that Linux siw put on the wire in
- * shared/testdata/siw-captures must deframe, pass its CRC where one was
+ * tests/data/siw-captures must deframe, pass its CRC where one was
  * negotiated, parse, and frame again to the very same octets.
  */
 #include <dirent.h>
@@ -229,7 +229,7 @@ START_TEST(test_captures_present)
 {
     ck_assert_msg(pcap_captures_dir(), "siw captures not found: set "
                   "RNIC_CAPTURES or run below a folder holding "
-                  "shared/testdata/siw-captures");
+                  "tests/data/siw-captures (the repository's copy)");
     ck_assert_int_gt(ncaptures, 0);
     for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
         bool found = false;

@@ -272,7 +272,7 @@ const char *pcap_captures_dir(void)
     for (;;) {
         char *slash = strrchr(cwd, '/');
 
-        snprintf(path, sizeof(path), "%s/shared/testdata/siw-captures",
+        snprintf(path, sizeof(path), "%s/tests/data/siw-captures",
                  strcmp(cwd, "/") ? cwd : "");
         if (is_dir(path)) {
             return path;

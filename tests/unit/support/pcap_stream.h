@@ -51,8 +51,8 @@ void pcap_capture_free(struct pcap_capture *cap);
 
 /*
  * The folder of siw captures: $RNIC_CAPTURES, else the first
- * shared/testdata/siw-captures found walking up from the current
- * directory.  NULL if neither exists.
+ * tests/data/siw-captures (the repository's copy) found walking up from
+ * the current directory.  NULL if neither exists.
  */
 const char *pcap_captures_dir(void);
 
