@@ -117,14 +117,15 @@ struct rnic_qp *rnic_ep_qp(const struct rnic_ep *ep)
 static void ep_forget_recv_links(struct rnic_ep *ep)
 {
     struct rnic_qp *qp = ep->qp;
+    uint64_t queue = rnic_qp_recv_queue(qp);
 
     if (qp->recv_active && qp->attr.srq) {
-        rnic_stag_recv_forget(ep->stags, qp->srq_wr.wr_id);
+        rnic_stag_recv_forget(ep->stags, queue, qp->srq_wr.wr_id);
     }
     for (uint32_t i = 0; i < qp->rq.count; i++) {
         uint32_t slot = rnic_ring_slot(qp->rq.head, i, qp->rq.depth);
 
-        rnic_stag_recv_forget(ep->stags, qp->rq.wrs[slot].wr_id);
+        rnic_stag_recv_forget(ep->stags, queue, qp->rq.wrs[slot].wr_id);
     }
 }
 

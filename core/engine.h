@@ -34,8 +34,9 @@
  *    guest's order) and big-endian on the wire.  The target must be
  *    8-byte aligned.  Compare-and-swap uses all-ones masks.
  *  - A receive WR's wr_id is the recv_id used with
- *    rnic_stag_link_to_recv(): links are consumed when the WR completes
- *    and forgotten when it is flushed.
+ *    rnic_stag_link_to_recv() on the QP's receive queue
+ *    (rnic_qp_recv_queue()): links are consumed when the WR completes and
+ *    forgotten when it is flushed.
  *  - BIND_MW gives the window the next key (key + 1, as ib_inc_rkey).
  *  - Without RFC 6581 RTR the responder may send at once.
  *

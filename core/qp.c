@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include "cq.h"
 #include "qp.h"
+#include "stag.h"
 
 struct rnic_srq {
+    uint32_t srqn;
     struct rnic_recv_ring ring;
     uint32_t max_sge;
     uint32_t refs;
@@ -136,7 +138,7 @@ static int rnic_check_recv_wr(const struct rnic_recv_wr *wr, uint32_t max_sge)
 
 /* ---- shared receive queues ---- */
 
-struct rnic_srq *rnic_srq_new(uint32_t depth, uint32_t max_sge)
+struct rnic_srq *rnic_srq_new(uint32_t srqn, uint32_t depth, uint32_t max_sge)
 {
     struct rnic_srq *srq;
 
@@ -151,8 +153,15 @@ struct rnic_srq *rnic_srq_new(uint32_t depth, uint32_t max_sge)
         free(srq);
         return NULL;
     }
+    srq->srqn = srqn;
     srq->max_sge = max_sge;
     return srq;
+}
+
+uint64_t rnic_qp_recv_queue(const struct rnic_qp *qp)
+{
+    return qp->attr.srq ? rnic_recv_queue_srq(qp->attr.srq->srqn)
+                        : rnic_recv_queue_qp(qp->qpn);
 }
 
 int rnic_srq_destroy(struct rnic_srq *srq)

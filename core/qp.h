@@ -227,11 +227,17 @@ void rnic_qp_irq_pop(struct rnic_qp *qp);
  * order.  WRs stay with the SRQ when a QP is flushed; only the one a QP
  * had already taken for a message in progress is flushed with that QP.
  */
-struct rnic_srq *rnic_srq_new(uint32_t depth, uint32_t max_sge);
+struct rnic_srq *rnic_srq_new(uint32_t srqn, uint32_t depth, uint32_t max_sge);
 /* -EBUSY while a QP still uses the SRQ. */
 int rnic_srq_destroy(struct rnic_srq *srq);
 /* 0, -ENOMEM (full), -E2BIG (SGEs), -EMSGSIZE (total length). */
 int rnic_srq_post_recv(struct rnic_srq *srq, const struct rnic_recv_wr *wr);
 uint32_t rnic_srq_count(const struct rnic_srq *srq);
+
+/*
+ * The receive queue @qp takes its receive WRs from (its SRQ or its own
+ * RQ), as rnic_stag_link_to_recv() scopes links: rnic_recv_queue_*().
+ */
+uint64_t rnic_qp_recv_queue(const struct rnic_qp *qp);
 
 #endif /* RNIC_QP_H */

@@ -40,7 +40,8 @@ static void rx_recv_complete(struct rnic_ep *ep, struct rnic_cqe *cqe)
 {
     const struct rnic_recv_wr *wr = rnic_qp_recv_current(ep->qp);
 
-    rnic_stag_recv_consumed(ep->stags, wr->wr_id, NULL, 0);
+    rnic_stag_recv_consumed(ep->stags, rnic_qp_recv_queue(ep->qp), wr->wr_id,
+                            NULL, 0);
     rnic_qp_recv_complete(ep->qp, cqe);
     ep->rx_send_more = false;
     ep->rx_mo[RNIC_DDP_QN_SEND] = 0;

@@ -66,6 +66,7 @@ struct rnic_pd_slot {
 
 /* A receive buffer's claim on an STag; chained per hash bucket. */
 struct rnic_recv_link {
+    uint64_t queue;                 /* rnic_recv_queue_qp() / _srq() */
     uint64_t recv_id;
     uint32_t stag;
     uint32_t next;                  /* node + 1, 0 ends */

@@ -464,10 +464,12 @@ bool rnic_stag_message_done(struct rnic_stag_table *t, uint32_t stag)
 
 /* ---- STags linked to a receive buffer ---- */
 
-static uint32_t *recv_bucket(struct rnic_stag_table *t, uint64_t recv_id)
+static uint32_t *recv_bucket(struct rnic_stag_table *t, uint64_t queue,
+                             uint64_t recv_id)
 {
     /* Fibonacci hashing: WR ids are often pointers or counters. */
-    uint64_t h = recv_id * 0x9e3779b97f4a7c15ull;
+    uint64_t h = (recv_id ^ (queue * 0xff51afd7ed558ccdull)) *
+                 0x9e3779b97f4a7c15ull;
 
     return &t->buckets[(h >> 32) & t->bucket_mask];
 }
@@ -482,22 +484,26 @@ void rnic_stag_unlink_recv(struct rnic_stag_table *t,
                            struct rnic_stag_entry *e)
 {
     uint32_t node = e->link;
+    struct rnic_recv_link *l;
     uint32_t *p;
 
     if (!node) {
         return;
     }
-    p = recv_bucket(t, t->links[node - 1].recv_id);
+    l = &t->links[node - 1];
+    p = recv_bucket(t, l->queue, l->recv_id);
     while (*p != node) {
         p = &t->links[*p - 1].next;
     }
-    *p = t->links[node - 1].next;
+    *p = l->next;
     link_node_free(t, node);
     e->link = 0;
 }
 
 enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
-                                             uint32_t stag, uint64_t recv_id)
+                                             uint32_t stag,
+                                             const struct rnic_recv_owner *o,
+                                             uint64_t recv_id)
 {
     struct rnic_stag_entry *e = rnic_stag_entry_get(t, stag);
     uint32_t node;
@@ -505,6 +511,9 @@ enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
 
     if (!e || e->state != RNIC_ENTRY_VALID) {
         return RNIC_STAG_ERR_INVALID_STAG;
+    }
+    if (!entry_serves(e, o->pd, o->qpn)) {
+        return RNIC_STAG_ERR_NOT_ASSOCIATED;
     }
     if (e->link || (e->kind == RNIC_STAG_MR && e->u.mr.windows)) {
         return RNIC_STAG_ERR_BUSY;
@@ -514,53 +523,83 @@ enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
         return RNIC_STAG_ERR_NO_RESOURCES;
     }
     t->link_free = t->links[node - 1].next;
-    bucket = recv_bucket(t, recv_id);
-    t->links[node - 1].recv_id = recv_id;
-    t->links[node - 1].stag = stag;
-    t->links[node - 1].next = *bucket;
+    bucket = recv_bucket(t, o->queue, recv_id);
+    t->links[node - 1] = (struct rnic_recv_link) {
+        .queue = o->queue, .recv_id = recv_id, .stag = stag, .next = *bucket,
+    };
     *bucket = node;
     e->link = node;
     return RNIC_STAG_OK;
 }
 
-/* Unhooks every node of @recv_id; invalidates their STags if @consume. */
-static size_t recv_release(struct rnic_stag_table *t, uint64_t recv_id,
-                           bool consume, uint32_t *stags, size_t max)
+/* Unhooks link node *p; invalidates its STag if @consume (true if so). */
+static bool link_release(struct rnic_stag_table *t, uint32_t *p, bool consume)
 {
-    uint32_t *p = recv_bucket(t, recv_id);
+    uint32_t node = *p;
+    struct rnic_recv_link *l = &t->links[node - 1];
+    struct rnic_stag_entry *e = &t->entries[rnic_stag_index(l->stag)];
+    bool invalidated = false;
+
+    *p = l->next;
+    e->link = 0;
+    if (consume && e->state == RNIC_ENTRY_VALID) {
+        rnic_stag_entry_invalidate(t, e);
+        invalidated = true;
+    }
+    link_node_free(t, node);
+    return invalidated;
+}
+
+/* Unhooks every node of @recv_id on @queue; invalidates if @consume. */
+static size_t recv_release(struct rnic_stag_table *t, uint64_t queue,
+                           uint64_t recv_id, bool consume, uint32_t *stags,
+                           size_t max)
+{
+    uint32_t *p = recv_bucket(t, queue, recv_id);
     size_t count = 0;
 
     while (*p) {
-        uint32_t node = *p;
-        struct rnic_recv_link *l = &t->links[node - 1];
-        struct rnic_stag_entry *e;
+        struct rnic_recv_link *l = &t->links[*p - 1];
+        uint32_t stag = l->stag;
 
-        if (l->recv_id != recv_id) {
+        if (l->recv_id != recv_id || l->queue != queue) {
             p = &l->next;
             continue;
         }
-        *p = l->next;
-        e = &t->entries[rnic_stag_index(l->stag)];
-        e->link = 0;
-        if (consume && e->state == RNIC_ENTRY_VALID) {
-            rnic_stag_entry_invalidate(t, e);
+        if (link_release(t, p, consume)) {
             if (stags && count < max) {
-                stags[count] = l->stag;
+                stags[count] = stag;
             }
             count++;
         }
-        link_node_free(t, node);
     }
     return count;
 }
 
-size_t rnic_stag_recv_consumed(struct rnic_stag_table *t, uint64_t recv_id,
-                               uint32_t *stags, size_t max)
+size_t rnic_stag_recv_consumed(struct rnic_stag_table *t, uint64_t queue,
+                               uint64_t recv_id, uint32_t *stags, size_t max)
 {
-    return recv_release(t, recv_id, true, stags, max);
+    return recv_release(t, queue, recv_id, true, stags, max);
 }
 
-void rnic_stag_recv_forget(struct rnic_stag_table *t, uint64_t recv_id)
+void rnic_stag_recv_forget(struct rnic_stag_table *t, uint64_t queue,
+                           uint64_t recv_id)
 {
-    recv_release(t, recv_id, false, NULL, 0);
+    recv_release(t, queue, recv_id, false, NULL, 0);
+}
+
+/* Every bucket once: only when a QP or SRQ is destroyed. */
+void rnic_stag_recv_forget_queue(struct rnic_stag_table *t, uint64_t queue)
+{
+    for (uint32_t b = 0; b <= t->bucket_mask; b++) {
+        uint32_t *p = &t->buckets[b];
+
+        while (*p) {
+            if (t->links[*p - 1].queue == queue) {
+                link_release(t, p, false);
+            } else {
+                p = &t->links[*p - 1].next;
+            }
+        }
+    }
 }

@@ -326,20 +326,47 @@ enum rnic_stag_status rnic_stag_invalidate_remote(struct rnic_stag_table *t,
 bool rnic_stag_message_done(struct rnic_stag_table *t, uint32_t stag);
 
 /*
- * Links a valid STag to the posted receive buffer @recv_id: consuming that
- * buffer invalidates it.  One link per STag (BUSY); a region with bound
- * windows cannot be linked (BUSY).
+ * The receive queue a linked buffer is posted to: a QP's own RQ or an SRQ.
+ * Links are scoped to one queue (equal WR ids on two queues never meet)
+ * and to its PD (a queue links only STags of its own PD).
+ */
+struct rnic_recv_owner {
+    uint64_t queue;                 /* rnic_recv_queue_qp() / _srq() */
+    uint32_t pd;                    /* the queue's protection domain */
+    uint32_t qpn;                   /* a type 2 window's QP; 0 for an SRQ */
+};
+
+static inline uint64_t rnic_recv_queue_qp(uint32_t qpn)
+{
+    return 1ull << 32 | qpn;
+}
+
+static inline uint64_t rnic_recv_queue_srq(uint32_t srqn)
+{
+    return 2ull << 32 | srqn;
+}
+
+/*
+ * Links a valid STag to the receive buffer @recv_id posted to queue @o:
+ * consuming that buffer invalidates it.  The STag must be of @o's PD (and
+ * a type 2 window of @o's QP): NOT_ASSOCIATED otherwise.  One link per
+ * STag (BUSY); a region with bound windows cannot be linked (BUSY).
  */
 enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
-                                             uint32_t stag, uint64_t recv_id);
+                                             uint32_t stag,
+                                             const struct rnic_recv_owner *o,
+                                             uint64_t recv_id);
 /*
- * The receive buffer @recv_id was consumed: invalidates every STag linked
- * to it and writes up to @max of them to @stags (may be NULL).  Returns
- * how many were invalidated.
+ * The receive buffer @recv_id of @queue was consumed: invalidates every
+ * STag linked to it and writes up to @max of them to @stags (may be
+ * NULL).  Returns how many were invalidated.
  */
-size_t rnic_stag_recv_consumed(struct rnic_stag_table *t, uint64_t recv_id,
-                               uint32_t *stags, size_t max);
+size_t rnic_stag_recv_consumed(struct rnic_stag_table *t, uint64_t queue,
+                               uint64_t recv_id, uint32_t *stags, size_t max);
 /* The buffer was flushed, not consumed: drop its links, keep the STags. */
-void rnic_stag_recv_forget(struct rnic_stag_table *t, uint64_t recv_id);
+void rnic_stag_recv_forget(struct rnic_stag_table *t, uint64_t queue,
+                           uint64_t recv_id);
+/* The queue is gone: drop every link of its buffers, keep the STags. */
+void rnic_stag_recv_forget_queue(struct rnic_stag_table *t, uint64_t queue);
 
 #endif /* RNIC_STAG_H */

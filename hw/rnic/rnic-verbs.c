@@ -339,7 +339,7 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     srq->pdn = pdn;
     srq->ring = ring;
     srq->log_size = p->log_size;
-    srq->core = rnic_srq_new(1u << p->log_size, RNIC_WQE_MAX_SGE);
+    srq->core = rnic_srq_new(srq->srqn, 1u << p->log_size, RNIC_WQE_MAX_SGE);
     s->srqs[i] = srq;
     p->srqn = cpu_to_le32(srq->srqn);
     return RNIC_CMD_OK;
@@ -352,6 +352,7 @@ static void rnic_srq_release(RnicState *s, RnicSrq *srq)
         QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
     }
     s->srqs[srq->srqn - 1] = NULL;
+    rnic_stag_recv_forget_queue(s->stags, rnic_recv_queue_srq(srq->srqn));
     rnic_pd_put(s->stags, srq->pdn);
     g_free(srq);
 }
@@ -460,6 +461,8 @@ static void rnic_qp_release(RnicState *s, RnicQp *qp)
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
     }
     rnic_qp_free(qp->core);
+    /* Links of receives it still held go: the QP number comes back. */
+    rnic_stag_recv_forget_queue(s->stags, rnic_recv_queue_qp(qp->qpn));
     rnic_pd_put(s->stags, qp->pdn);
     rnic_qpn_free(s->qpns, qp->qpn);
     g_free(qp);

@@ -58,31 +58,39 @@ static void rnic_wq_reject(RnicState *s, RnicQp *qp, RnicCq *cq,
 }
 
 /*
- * One receive entry to the core; links its STag for invalidate-on-use.
+ * One receive entry to the core; links its STag for invalidate-on-use,
+ * scoped to this receive queue (the QP's RQ or the SRQ) and its PD.
  * *queued: the core took the WR (and will complete it) even if the link
  * then failed.
  */
 static const char *rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
-                                     struct rnic_qp *core, struct rnic_srq *srq,
-                                     bool *queued)
+                                     RnicQp *qp, RnicSrq *srq, bool *queued)
 {
     struct rnic_recv_wr wr;
     uint32_t linked = le32_to_cpu(w->linked_stag);
     const char *why = rnic_abi_recv_wr(w, &wr);
+    struct rnic_recv_owner owner = {
+        .queue = qp ? rnic_recv_queue_qp(qp->qpn)
+                    : rnic_recv_queue_srq(srq->srqn),
+        .pd = qp ? qp->pdn : srq->pdn,
+        .qpn = qp ? qp->qpn : 0,
+    };
     int ret;
 
     *queued = false;
     if (why) {
         return why;
     }
-    ret = core ? rnic_qp_post_recv(core, &wr) : rnic_srq_post_recv(srq, &wr);
+    ret = qp ? rnic_qp_post_recv(qp->core, &wr)
+             : rnic_srq_post_recv(srq->core, &wr);
     if (ret) {
         return strerror(-ret);
     }
     *queued = true;
     if (linked &&
-        rnic_stag_link_to_recv(s->stags, linked, wr.wr_id) != RNIC_STAG_OK) {
-        return "linked STag cannot be linked";
+        rnic_stag_link_to_recv(s->stags, linked, &owner, wr.wr_id) !=
+        RNIC_STAG_OK) {
+        return "linked STag invalid, of another PD or QP, or already linked";
     }
     return NULL;
 }
@@ -120,7 +128,7 @@ static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp, uint64_t addr,
         return "entry not readable by DMA";
     }
     *wr_id = le64_to_cpu(w.wr_id);
-    return rnic_post_recv_hw(s, &w, qp->core, NULL, queued);
+    return rnic_post_recv_hw(s, &w, qp, NULL, queued);
 }
 
 /* Takes a QP's new entries up to the last doorbell, in ring order. */
@@ -160,7 +168,7 @@ static void rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq)
 
         /* An SRQ belongs to no QP: a bad entry is dropped and logged. */
         if (rnic_pci_read(s, addr, &w, sizeof(w)) ||
-            rnic_post_recv_hw(s, &w, NULL, srq->core, &queued)) {
+            rnic_post_recv_hw(s, &w, NULL, srq, &queued)) {
             qemu_log_mask(LOG_GUEST_ERROR, "rnic: SRQ %u entry %u not "
                           "accepted (unreadable, bad SGEs or queue full); "
                           "dropped\n", srq->srqn, srq->fetched);

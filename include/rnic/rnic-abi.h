@@ -376,7 +376,7 @@ enum rnic_wqe_opcode {
 
 #define RNIC_WQE_FLAG_SIGNALED   (1u << 0)   /* completion even on success */
 #define RNIC_WQE_FLAG_SOLICITED  (1u << 1)   /* Send/Immediate with SE */
-#define RNIC_WQE_FLAG_FENCE      (1u << 2)   /* wait for prior Reads */
+#define RNIC_WQE_FLAG_FENCE      (1u << 2)   /* wait: prior Reads, Atomics */
 #define RNIC_WQE_FLAG_INLINE     (1u << 3)   /* payload in the sge area */
 #define RNIC_WQE_INLINE_MAX      64
 

@@ -78,6 +78,7 @@ void rxs_setup(struct rxs *r, uint8_t cfg, bool peer)
         0, RNIC_MPA_RTR_SEND, RNIC_MPA_RTR_WRITE, RNIC_MPA_RTR_READ,
     };
     struct rnic_mpa_result mpa[2];
+    struct rnic_recv_owner owner;
 
     memset(r, 0, sizeof(*r));
     r->cfg = cfg;
@@ -112,7 +113,10 @@ void rxs_setup(struct rxs *r, uint8_t cfg, bool peer)
         rxs_allow(r->wr_ok, &r->nwr_ok, RXS_RECV_OFF + i * EPF_PAGE, len, 0);
     }
     /* the last receive: seeds.c writes to the region before using it */
-    if (rnic_stag_link_to_recv(r->s.stags, r->stag[RXS_LINKED],
+    owner = (struct rnic_recv_owner) {
+        rnic_qp_recv_queue(r->s.qp), r->s.pd, r->s.qp->qpn,
+    };
+    if (rnic_stag_link_to_recv(r->s.stags, r->stag[RXS_LINKED], &owner,
                                RXS_RECV_ID + RXS_NRECV - 1) != RNIC_STAG_OK) {
         ck_abort_msg("cannot link the region to a receive");
     }

@@ -488,6 +488,87 @@ static void test_recv_linked_stag(void)
     peer_stop(&p);
 }
 
+/* Polls until @len bytes at buffer offset @off read @want. */
+static bool wait_placed(Peer *p, uint32_t off, const void *want, size_t len)
+{
+    g_autofree uint8_t *b = g_malloc(len);
+
+    for (int i = 0; i < 1000; i++) {
+        rnic_settle(&p->t);
+        qtest_memread(p->t.qts, p->buf + off, b, len);
+        if (!memcmp(b, want, len)) {
+            return true;
+        }
+        g_usleep(1000);
+    }
+    return false;
+}
+
+/*
+ * Receive-linked STags are scoped to the receive queue and its PD: a
+ * second QP's buffer with the same wr_id keeps its STag when the first
+ * QP's buffer is consumed, and a QP cannot link another PD's STag.
+ */
+static void test_recv_link_scoped(void)
+{
+    struct rnic_rq_wqe w = {
+        .wr_id = cpu_to_le64(0x99),
+        .num_sge = 1,
+        .sge[0] = {
+            .addr = cpu_to_le64(IOVA + 8192),
+            .length = cpu_to_le32(64),
+        },
+    };
+    uint32_t acc = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE;
+    struct rnic_cq_entry e;
+    RnicTestQp qp2;
+    uint32_t stag2, stag3, pd2;
+    uint8_t u[64];
+    size_t h;
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+
+    g_assert_cmphex(rnic_try_create_qp(&p.t, p.pdn, p.cqn, p.cqn, QP_LOG,
+                                       &qp2), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, p.buf, 16384, acc, 0x44,
+                                &stag2), ==, RNIC_CMD_OK);
+    w.sge[0].stag = cpu_to_le32(stag);
+    w.linked_stag = cpu_to_le32(stag2);
+    rnic_post_recv(&p.t, &qp2, &w);         /* QP 2, wr_id 0x99 */
+    w.linked_stag = cpu_to_le32(stag);
+    rnic_post_recv(&p.t, &p.qp, &w);        /* QP 1, wr_id 0x99 */
+    rnic_settle(&p.t);
+
+    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    memcpy(u + h, "msg", 3);
+    send_fpdu(&p, u, h + 3);
+    for (int i = 0; i < 1000 &&
+         !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
+        g_usleep(1000);
+        rnic_settle(&p.t);
+    }
+    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x99);
+    g_assert_cmpuint(le32_to_cpu(e.qpn), ==, p.qp.qpn);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+    /* QP 2's buffer was not consumed: its STag still takes a Write. */
+    rdma_write(&p, stag2, 0x7f0000000000ull + 200, "other", 5);
+    g_assert_true(wait_placed(&p, 200, "other", 5));
+
+    /* A STag of another PD cannot be linked: the entry fails, QP ERROR. */
+    pd2 = rnic_create_pd(&p.t);
+    g_assert_cmphex(rnic_reg_mr(&p.t, pd2, p.buf, 4096, acc, 0x55, &stag3),
+                    ==, RNIC_CMD_OK);
+    w.wr_id = cpu_to_le64(0x77);
+    w.linked_stag = cpu_to_le32(stag3);
+    rnic_post_recv(&p.t, &p.qp, &w);
+    rnic_settle(&p.t);
+    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 1, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x77);
+    g_assert_cmpuint(e.status, !=, RNIC_CQE_SUCCESS);
+    peer_stop(&p);
+}
+
 /*
  * A QP taking receives from an SRQ: Sends land in the SRQ's buffers in
  * order; with the SRQ empty the next Send is refused (no buffer).
@@ -1018,5 +1099,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/bad-recv-link-one-cqe",
                    test_bad_recv_link_one_cqe);
     qtest_add_func("/rnic/peer/read-flood-qmp", test_read_flood_qmp);
+    qtest_add_func("/rnic/peer/recv-link-scoped", test_recv_link_scoped);
     return g_test_run();
 }

@@ -97,6 +97,24 @@ static uint32_t remote_mr(struct epf_side *s, uint64_t off, uint64_t len,
                   true);
 }
 
+/* Receive links on @s's QP's receive queue, as the device makes them. */
+static enum rnic_stag_status link_recv(struct epf_side *s, uint32_t stag,
+                                       uint64_t recv_id)
+{
+    struct rnic_recv_owner o = {
+        rnic_qp_recv_queue(s->qp), s->pd, s->qp->qpn,
+    };
+
+    return rnic_stag_link_to_recv(s->stags, stag, &o, recv_id);
+}
+
+static size_t recv_consumed(struct epf_side *s, uint64_t recv_id,
+                            uint32_t *stags, size_t max)
+{
+    return rnic_stag_recv_consumed(s->stags, rnic_qp_recv_queue(s->qp),
+                                   recv_id, stags, max);
+}
+
 /* ---- every data operation at the sizes around MULPDU ---- */
 
 static void do_send(uint32_t n, enum rnic_wr_opcode op, uint64_t id)
@@ -486,7 +504,7 @@ START_TEST(test_recv_linked_stag)
                               RNIC_STAG_PERSISTENT);
     struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF, 8);
 
-    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 42), RNIC_STAG_OK);
+    ck_assert_int_eq(link_recv(&B, stag, 42), RNIC_STAG_OK);
     epf_post_recv(&B, 41, MISC_OFF, 64);
     epf_post_recv(&B, 42, MISC_OFF, 64);
     epf_post(&A, &wr);
@@ -502,19 +520,46 @@ START_TEST(test_recv_linked_stag)
 }
 END_TEST
 
+/*
+ * Links are scoped to one receive queue: a Send consuming B's buffer 42
+ * leaves alone the STag another QP linked to its own buffer 42.
+ */
+START_TEST(test_recv_link_scoped_to_queue)
+{
+    uint32_t mine = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                              RNIC_STAG_PERSISTENT);
+    uint32_t other = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
+                               RNIC_STAG_PERSISTENT);
+    struct rnic_recv_owner qp2 = {
+        rnic_recv_queue_qp(B.qp->qpn + 1), B.pd, B.qp->qpn + 1,
+    };
+    struct rnic_send_wr wr = epf_wr(1, RNIC_WR_SEND, A.lkey, SRC_OFF, 8);
+
+    ck_assert_int_eq(link_recv(&B, mine, 42), RNIC_STAG_OK);
+    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, other, &qp2, 42),
+                     RNIC_STAG_OK);
+    epf_post_recv(&B, 42, MISC_OFF, 64);
+    epf_post(&A, &wr);
+    run();
+    expect_cqe(B.rcq, 42, RNIC_WC_SUCCESS, RNIC_WC_RECV, 8);
+    ck_assert(!rnic_stag_lookup(B.stags, mine));
+    ck_assert(rnic_stag_lookup(B.stags, other));    /* the other QP's */
+}
+END_TEST
+
 /* Flushed receive buffers are not consumed: their STags stay. */
 START_TEST(test_recv_link_forgotten_on_flush)
 {
     uint32_t stag = remote_mr(&B, DST_OFF, 4096, RNIC_ACCESS_REMOTE_WRITE,
                               RNIC_STAG_PERSISTENT);
 
-    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 42), RNIC_STAG_OK);
+    ck_assert_int_eq(link_recv(&B, stag, 42), RNIC_STAG_OK);
     epf_post_recv(&B, 42, MISC_OFF, 64);
     ck_assert_int_eq(rnic_ep_modify(B.ep, RNIC_QP_ERROR), 0);
     expect_cqe(B.rcq, 42, RNIC_WC_WR_FLUSH_ERR, RNIC_WC_RECV, 0);
     ck_assert(rnic_stag_lookup(B.stags, stag));
     /* the link is gone: the STag can be linked again */
-    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 43), RNIC_STAG_OK);
+    ck_assert_int_eq(link_recv(&B, stag, 43), RNIC_STAG_OK);
 }
 END_TEST
 
@@ -532,7 +577,7 @@ START_TEST(test_recv_link_survives_graceful_close)
                                RNIC_STAG_PERSISTENT);
     uint32_t got = 0;
 
-    ck_assert_int_eq(rnic_stag_link_to_recv(B.stags, stag, 42), RNIC_STAG_OK);
+    ck_assert_int_eq(link_recv(&B, stag, 42), RNIC_STAG_OK);
     epf_post_recv(&B, 42, MISC_OFF, 64);
     ck_assert_int_eq(rnic_ep_modify(B.ep, RNIC_QP_CLOSING), 0);
     ck_assert_int_eq(B.qp->state, RNIC_QP_CLOSING);
@@ -541,17 +586,17 @@ START_TEST(test_recv_link_survives_graceful_close)
     epf_no_cqe(B.rcq);
     ck_assert_uint_eq(B.qp->rq.count, 1);       /* still posted */
     ck_assert(rnic_stag_lookup(B.stags, stag));
-    ck_assert_uint_eq(rnic_stag_recv_consumed(B.stags, 42, &got, 1), 1);
+    ck_assert_uint_eq(recv_consumed(&B, 42, &got, 1), 1);
     ck_assert_uint_eq(got, stag);
     ck_assert(!rnic_stag_lookup(B.stags, stag));
 
     /* contrast: RTS -> ERROR flushes the receive and forgets the link */
-    ck_assert_int_eq(rnic_stag_link_to_recv(A.stags, astag, 7), RNIC_STAG_OK);
+    ck_assert_int_eq(link_recv(&A, astag, 7), RNIC_STAG_OK);
     epf_post_recv(&A, 7, MISC_OFF, 64);
     ck_assert_int_eq(rnic_ep_modify(A.ep, RNIC_QP_ERROR), 0);
     expect_cqe(A.rcq, 7, RNIC_WC_WR_FLUSH_ERR, RNIC_WC_RECV, 0);
     ck_assert_uint_eq(A.qp->rq.count, 0);
-    ck_assert_uint_eq(rnic_stag_recv_consumed(A.stags, 7, NULL, 0), 0);
+    ck_assert_uint_eq(recv_consumed(&A, 7, NULL, 0), 0);
     ck_assert(rnic_stag_lookup(A.stags, astag));
 }
 END_TEST
@@ -1348,6 +1393,7 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_one_shot_written_twice);
     tcase_add_loop_test(tc, test_one_shot_atomic_used_up, 0, 2);
     tcase_add_test(tc, test_recv_linked_stag);
+    tcase_add_test(tc, test_recv_link_scoped_to_queue);
     tcase_add_test(tc, test_recv_link_forgotten_on_flush);
     tcase_add_test(tc, test_recv_link_survives_graceful_close);
     tcase_add_test(tc, test_persistent_many_writes);

@@ -740,7 +740,7 @@ END_TEST
 
 START_TEST(test_qp_srq_shared_by_two_qps)
 {
-    struct rnic_srq *srq = rnic_srq_new(4, 2);
+    struct rnic_srq *srq = rnic_srq_new(1, 4, 2);
     struct rnic_qp_attr a = default_attr();
     struct rnic_recv_wr wr = { .num_sge = 1 };
     struct rnic_cqe done = { .status = RNIC_WC_SUCCESS }, got;
@@ -787,11 +787,11 @@ END_TEST
 
 START_TEST(test_qp_srq_limits)
 {
-    struct rnic_srq *srq = rnic_srq_new(4, 2);
+    struct rnic_srq *srq = rnic_srq_new(1, 4, 2);
     struct rnic_recv_wr wr = { .num_sge = 3 };
 
-    ck_assert_ptr_null(rnic_srq_new(0, 1));
-    ck_assert_ptr_null(rnic_srq_new(4, RNIC_MAX_SGE + 1));
+    ck_assert_ptr_null(rnic_srq_new(1, 0, 1));
+    ck_assert_ptr_null(rnic_srq_new(1, 4, RNIC_MAX_SGE + 1));
     ck_assert_int_eq(rnic_srq_post_recv(srq, &wr), -E2BIG);
     wr.num_sge = 2;
     wr.sge[0].length = UINT32_MAX;

@@ -180,6 +180,31 @@ static uint32_t must_bind(uint32_t mw, const struct rnic_mw_bind_attr *a)
     return stag;
 }
 
+/* Receive links on QP QPN's own receive queue, in pd1. */
+static const struct rnic_recv_owner *qpn_queue(void)
+{
+    static struct rnic_recv_owner o;
+
+    o = (struct rnic_recv_owner) { rnic_recv_queue_qp(QPN), pd1, QPN };
+    return &o;
+}
+
+static enum rnic_stag_status link_recv(uint32_t stag, uint64_t recv_id)
+{
+    return rnic_stag_link_to_recv(t, stag, qpn_queue(), recv_id);
+}
+
+static size_t recv_consumed(uint64_t recv_id, uint32_t *stags, size_t max)
+{
+    return rnic_stag_recv_consumed(t, qpn_queue()->queue, recv_id, stags,
+                                   max);
+}
+
+static void recv_forget(uint64_t recv_id)
+{
+    rnic_stag_recv_forget(t, qpn_queue()->queue, recv_id);
+}
+
 static uint32_t must_alloc_mw(enum rnic_stag_kind kind)
 {
     uint32_t stag = 0;
@@ -746,7 +771,7 @@ START_TEST(test_region_with_windows_is_pinned)
                  RNIC_STAG_ERR_CANNOT_INVALIDATE);
     ck_assert_st(rnic_stag_invalidate_remote(t, mr, pd1, QPN, &dummy),
                  RNIC_STAG_ERR_CANNOT_INVALIDATE);
-    ck_assert_st(rnic_stag_link_to_recv(t, mr, 1), RNIC_STAG_ERR_BUSY);
+    ck_assert_st(link_recv(mr, 1), RNIC_STAG_ERR_BUSY);
     a.key = 0x11;
     ck_assert_st(rnic_mr_reregister(t, mr, &a, &dummy), RNIC_STAG_ERR_BUSY);
     ck_assert(rnic_stag_lookup(t, mr));
@@ -1182,17 +1207,17 @@ START_TEST(test_recv_linked_stags)
     b = bind_attr(s3, 0x41, 0x1000, 64);
     mw = must_bind(mw, &b);
 
-    ck_assert_st(rnic_stag_link_to_recv(t, s1, 42), RNIC_STAG_OK);
-    ck_assert_st(rnic_stag_link_to_recv(t, mw, 42), RNIC_STAG_OK);
-    ck_assert_st(rnic_stag_link_to_recv(t, s2, 43), RNIC_STAG_OK);
-    ck_assert_st(rnic_stag_link_to_recv(t, s2, 44), RNIC_STAG_ERR_BUSY);
-    ck_assert_st(rnic_stag_link_to_recv(t, rnic_stag_next_key(s1), 44),
+    ck_assert_st(link_recv(s1, 42), RNIC_STAG_OK);
+    ck_assert_st(link_recv(mw, 42), RNIC_STAG_OK);
+    ck_assert_st(link_recv(s2, 43), RNIC_STAG_OK);
+    ck_assert_st(link_recv(s2, 44), RNIC_STAG_ERR_BUSY);
+    ck_assert_st(link_recv(rnic_stag_next_key(s1), 44),
                  RNIC_STAG_ERR_INVALID_STAG);
     /* Writes before the buffer is consumed go through. */
     ck_assert_st(rdma_write(s1, pd1, 0x1000, data, 4, true), RNIC_STAG_OK);
     ck_assert_st(rdma_write(mw, pd1, 0x1000, data, 4, true), RNIC_STAG_OK);
 
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 42, got, 4), 2);
+    ck_assert_uint_eq(recv_consumed(42, got, 4), 2);
     ck_assert((got[0] == s1 && got[1] == mw) || (got[0] == mw && got[1] == s1));
     want = guest_snapshot();
     data[0] = 0x77;
@@ -1203,13 +1228,67 @@ START_TEST(test_recv_linked_stags)
     guest_expect(want);
     ck_assert(rnic_stag_lookup(t, s2));
     ck_assert(rnic_stag_lookup(t, s3));             /* the window's region */
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 42, got, 4), 0);
+    ck_assert_uint_eq(recv_consumed(42, got, 4), 0);
     /* A flushed buffer drops its links without invalidating. */
-    rnic_stag_recv_forget(t, 43);
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 43, NULL, 0), 0);
+    recv_forget(43);
+    ck_assert_uint_eq(recv_consumed(43, NULL, 0), 0);
     ck_assert(rnic_stag_lookup(t, s2));
-    ck_assert_st(rnic_stag_link_to_recv(t, s2, 44), RNIC_STAG_OK);
+    ck_assert_st(link_recv(s2, 44), RNIC_STAG_OK);
     free(want);
+}
+END_TEST
+
+/*
+ * Links are scoped to a receive queue and its PD: equal WR ids on two
+ * queues do not collide, a queue cannot link another PD's STag (nor a
+ * type 2 window of another QP), and a queue that goes takes its links.
+ */
+START_TEST(test_recv_link_scoped)
+{
+    struct rnic_mr_attr a = page_attr(0x10);
+    struct rnic_recv_owner q2 = { rnic_recv_queue_qp(QPN + 1), pd1, QPN + 1 };
+    struct rnic_recv_owner srq = { rnic_recv_queue_srq(QPN), pd1, 0 };
+    struct rnic_recv_owner other_pd = { rnic_recv_queue_qp(QPN + 2), pd2,
+                                        QPN + 2 };
+    struct rnic_mw_bind_attr b;
+    uint32_t s1, s2, s3, s4, mw, got[2] = { 0 };
+
+    s1 = must_register(&a);
+    a.key = 0x20;
+    s2 = must_register(&a);
+    a.key = 0x21;
+    s3 = must_register(&a);
+    a.key = 0x22;
+    s4 = must_register(&a);
+    mw = must_alloc_mw(RNIC_STAG_MW_TYPE2);
+    b = bind_attr(s3, 0x41, 0x1000, 64);
+    mw = must_bind(mw, &b);             /* serves QP QPN only */
+
+    ck_assert_st(rnic_stag_link_to_recv(t, s1, &other_pd, 42),
+                 RNIC_STAG_ERR_NOT_ASSOCIATED);
+    ck_assert_st(rnic_stag_link_to_recv(t, mw, &q2, 42),
+                 RNIC_STAG_ERR_NOT_ASSOCIATED);
+    ck_assert_st(rnic_stag_link_to_recv(t, mw, &srq, 42),
+                 RNIC_STAG_ERR_NOT_ASSOCIATED);
+    ck_assert_st(link_recv(s1, 42), RNIC_STAG_OK);
+    ck_assert_st(rnic_stag_link_to_recv(t, s2, &q2, 42), RNIC_STAG_OK);
+    ck_assert_st(rnic_stag_link_to_recv(t, s4, &srq, 42), RNIC_STAG_OK);
+
+    /* QP QPN's buffer 42 takes its own STag only. */
+    ck_assert_uint_eq(recv_consumed(42, got, 2), 1);
+    ck_assert_uint_eq(got[0], s1);
+    ck_assert(!rnic_stag_lookup(t, s1));
+    ck_assert(rnic_stag_lookup(t, s2));
+    ck_assert(rnic_stag_lookup(t, s4));
+    /* The SRQ with the same number is another queue still. */
+    ck_assert_uint_eq(rnic_stag_recv_consumed(t, srq.queue, 42, got, 2), 1);
+    ck_assert_uint_eq(got[0], s4);
+    ck_assert(rnic_stag_lookup(t, s2));
+    /* A destroyed queue drops its links; the STag stays and links again. */
+    rnic_stag_recv_forget_queue(t, q2.queue);
+    ck_assert_uint_eq(rnic_stag_recv_consumed(t, q2.queue, 42, NULL, 0), 0);
+    ck_assert(rnic_stag_lookup(t, s2));
+    ck_assert_st(link_recv(s2, 7), RNIC_STAG_OK);
 }
 END_TEST
 
@@ -1222,12 +1301,12 @@ START_TEST(test_recv_link_released_with_stag)
     for (int i = 0; i < 64; i++) {
         a.key = (uint8_t)i;
         stag[i] = must_register(&a);
-        ck_assert_st(rnic_stag_link_to_recv(t, stag[i], 1000 + i % 5),
+        ck_assert_st(link_recv(stag[i], 1000 + i % 5),
                      RNIC_STAG_OK);
     }
     a.key = 0xf0;
     stag[64] = must_register(&a);
-    ck_assert_st(rnic_stag_link_to_recv(t, stag[64], 1),
+    ck_assert_st(link_recv(stag[64], 1),
                  RNIC_STAG_ERR_NO_RESOURCES);
     /* Deregistration, invalidation and re-registration free their link. */
     ck_assert_st(rnic_mr_deregister(t, stag[0]), RNIC_STAG_OK);
@@ -1238,17 +1317,17 @@ START_TEST(test_recv_link_released_with_stag)
     for (int i = 0; i < 3; i++) {
         a.key = (uint8_t)(0xe0 + i);
         stag[65 + i] = must_register(&a);
-        ck_assert_st(rnic_stag_link_to_recv(t, stag[65 + i], 2000),
+        ck_assert_st(link_recv(stag[65 + i], 2000),
                      RNIC_STAG_OK);
     }
     ck_assert(rnic_stag_lookup(t, next));
     /* recv 1000 held stag 0 and 5, 10, ... 60: 0 is gone. */
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 1000, NULL, 0), 12);
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 1001, NULL, 0), 12);
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 1002, NULL, 0), 12);
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 1003, NULL, 0), 13);
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 1004, NULL, 0), 12);
-    ck_assert_uint_eq(rnic_stag_recv_consumed(t, 2000, NULL, 0), 3);
+    ck_assert_uint_eq(recv_consumed(1000, NULL, 0), 12);
+    ck_assert_uint_eq(recv_consumed(1001, NULL, 0), 12);
+    ck_assert_uint_eq(recv_consumed(1002, NULL, 0), 12);
+    ck_assert_uint_eq(recv_consumed(1003, NULL, 0), 13);
+    ck_assert_uint_eq(recv_consumed(1004, NULL, 0), 12);
+    ck_assert_uint_eq(recv_consumed(2000, NULL, 0), 3);
     for (int i = 3; i < 64; i++) {
         ck_assert(!rnic_stag_lookup(t, stag[i]));
     }
@@ -1260,7 +1339,7 @@ START_TEST(test_recv_link_released_with_stag)
 
         a.key = (uint8_t)(0x80 + i);
         ck_assert_st(rnic_mr_register(t, &a, &s), RNIC_STAG_OK);
-        ck_assert_st(rnic_stag_link_to_recv(t, s, 3000), RNIC_STAG_OK);
+        ck_assert_st(link_recv(s, 3000), RNIC_STAG_OK);
     }
 }
 END_TEST
@@ -1373,6 +1452,7 @@ Suite *stag_suite(void)
     tcase_add_test(inval, test_policy_default_and_override);
     tcase_add_test(inval, test_one_shot_window);
     tcase_add_test(inval, test_recv_linked_stags);
+    tcase_add_test(inval, test_recv_link_scoped);
     tcase_add_test(inval, test_recv_link_released_with_stag);
     suite_add_tcase(s, inval);
 

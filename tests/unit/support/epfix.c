@@ -124,7 +124,7 @@ void epf_init(struct epf_side *s, const struct epf_params *p, uint32_t qpn)
                      RNIC_ACCESS_LOCAL_WRITE, RNIC_STAG_PERSISTENT, false);
     s->scq = rnic_cq_new(EPF_CQ_DEPTH, NULL, NULL);
     s->rcq = rnic_cq_new(EPF_CQ_DEPTH, NULL, NULL);
-    s->srq = p->srq ? rnic_srq_new(64, RNIC_MAX_SGE) : NULL;
+    s->srq = p->srq ? rnic_srq_new(1, 64, RNIC_MAX_SGE) : NULL;
     qa.send_cq = s->scq;
     qa.recv_cq = s->rcq;
     qa.srq = s->srq;
