@@ -84,13 +84,41 @@ struct mr_pages {
     struct rnic_page_list *list;
 };
 
-static enum rnic_stag_status mr_pages_build(const struct rnic_mr_attr *a,
-                                            struct mr_pages *p)
+/* Whether @add more bytes of page list fit, @drop of them being freed. */
+static bool page_list_fits(const struct rnic_stag_table *t, size_t add,
+                           size_t drop)
+{
+    size_t held = t->page_list_bytes - drop;
+
+    return !t->max_page_list_bytes ||
+           (add <= t->max_page_list_bytes &&
+            held <= t->max_page_list_bytes - add);
+}
+
+enum rnic_stag_status rnic_mr_admit(const struct rnic_stag_table *t,
+                                    uint32_t npages)
+{
+    if (t->mrs >= t->max_mrs) {
+        return RNIC_STAG_ERR_NO_RESOURCES;
+    }
+    if (npages > 1 && !page_list_fits(t, page_list_size(npages), 0)) {
+        return RNIC_STAG_ERR_NO_RESOURCES;
+    }
+    return RNIC_STAG_OK;
+}
+
+/* @drop: page-list bytes the registration replaces (re-registration). */
+static enum rnic_stag_status mr_pages_build(const struct rnic_stag_table *t,
+                                            const struct rnic_mr_attr *a,
+                                            size_t drop, struct mr_pages *p)
 {
     memset(p, 0, sizeof(*p));
     if (pages_contiguous(a)) {
         p->addr = a->pages[0] + a->first_byte_offset;
         return RNIC_STAG_OK;
+    }
+    if (!page_list_fits(t, page_list_size(a->npages), drop)) {
+        return RNIC_STAG_ERR_NO_RESOURCES;
     }
     p->list = malloc(page_list_size(a->npages));
     if (!p->list) {
@@ -147,7 +175,10 @@ enum rnic_stag_status rnic_mr_register(struct rnic_stag_table *t,
     if (st != RNIC_STAG_OK) {
         return st;
     }
-    st = mr_pages_build(attr, &p);
+    if (t->mrs >= t->max_mrs) {
+        return RNIC_STAG_ERR_NO_RESOURCES;
+    }
+    st = mr_pages_build(t, attr, 0, &p);
     if (st != RNIC_STAG_OK) {
         return st;
     }
@@ -156,6 +187,7 @@ enum rnic_stag_status rnic_mr_register(struct rnic_stag_table *t,
         free(p.list);
         return st;
     }
+    t->mrs++;
     mr_fill(t, &t->entries[index], attr, &p);
     *stag = rnic_stag_make(index, attr->key);
     return RNIC_STAG_OK;
@@ -198,7 +230,8 @@ enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
     }
     st = mr_attr_check(t, attr);
     if (st == RNIC_STAG_OK) {
-        st = mr_pages_build(attr, &p);
+        st = mr_pages_build(t, attr, e->flags & RNIC_ENTRY_PAGE_LIST ?
+                            page_list_size(e->u.mr.list->npages) : 0, &p);
     }
     if (st != RNIC_STAG_OK) {
         return st;
@@ -222,6 +255,7 @@ enum rnic_stag_status rnic_mr_deregister(struct rnic_stag_table *t,
     }
     mr_release(t, e);
     rnic_stag_index_release(t, rnic_stag_index(stag));
+    t->mrs--;
     return RNIC_STAG_OK;
 }
 

@@ -19,6 +19,9 @@ enum rnic_stag_status rnic_mw_alloc(struct rnic_stag_table *t, uint32_t pd,
     if (kind != RNIC_STAG_MW_TYPE1 && kind != RNIC_STAG_MW_TYPE2) {
         return RNIC_STAG_ERR_INVALID_ARG;
     }
+    if (t->mws >= t->max_mws) {
+        return RNIC_STAG_ERR_NO_RESOURCES;
+    }
     if (rnic_pd_get(t, pd) != RNIC_STAG_OK) {
         return RNIC_STAG_ERR_INVALID_ARG;
     }
@@ -27,6 +30,7 @@ enum rnic_stag_status rnic_mw_alloc(struct rnic_stag_table *t, uint32_t pd,
         rnic_pd_put(t, pd);
         return st;
     }
+    t->mws++;
     e = &t->entries[index];
     memset(e, 0, sizeof(*e));
     e->pd = pd;
@@ -131,5 +135,6 @@ enum rnic_stag_status rnic_mw_dealloc(struct rnic_stag_table *t,
     rnic_stag_entry_invalidate(t, mw);
     rnic_pd_put(t, mw->pd);
     rnic_stag_index_release(t, rnic_stag_index(stag));
+    t->mws--;
     return RNIC_STAG_OK;
 }

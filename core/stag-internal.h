@@ -90,7 +90,10 @@ struct rnic_stag_table {
     uint32_t *buckets;              /* node + 1, 0 when empty */
     uint32_t bucket_mask;
 
+    uint32_t max_mrs, max_mws;
+    uint32_t mrs, mws;              /* regions and windows allocated */
     size_t page_list_bytes;
+    size_t max_page_list_bytes;     /* 0: no limit */
 };
 
 /* The allocated entry @stag names (any state but FREE), key checked. */

@@ -108,6 +108,13 @@ struct rnic_stag_table *rnic_stag_table_new(
         return NULL;
     }
     t->max_stags = params->max_stags;
+    if (params->max_mrs || params->max_mws) {
+        t->max_mrs = params->max_mrs;
+        t->max_mws = params->max_mws;
+    } else {
+        t->max_mrs = t->max_mws = params->max_stags;
+    }
+    t->max_page_list_bytes = params->max_page_list_bytes;
     t->fresh = 1;
     t->default_one_shot = params->default_policy != RNIC_STAG_PERSISTENT;
     t->max_pds = params->max_pds;
@@ -160,6 +167,11 @@ size_t rnic_stag_table_footprint(const struct rnic_stag_table *t)
            (size_t)t->max_links * sizeof(*t->links) +
            ((size_t)t->bucket_mask + 1) * sizeof(*t->buckets) +
            t->page_list_bytes;
+}
+
+size_t rnic_stag_page_list_bytes(const struct rnic_stag_table *t)
+{
+    return t->page_list_bytes;
 }
 
 /*

@@ -131,6 +131,12 @@ bool rnic_stag_rdmap_error(enum rnic_stag_status st, uint8_t *etype,
 struct rnic_stag_table_params {
     uint32_t max_stags;             /* 1 .. RNIC_STAG_MAX_INDEX */
     uint32_t max_pds;               /* 1 .. 2^24 */
+    /* regions and windows at once, each capped on its own (0 allows
+     * none); both 0: no separate caps, either up to max_stags */
+    uint32_t max_mrs;
+    uint32_t max_mws;
+    /* heap held by page lists (regions not contiguous); 0: no limit */
+    size_t max_page_list_bytes;
     uint32_t max_recv_links;        /* 0: 65536, or max_stags if fewer */
     enum rnic_stag_policy default_policy;   /* DEFAULT means ONE_SHOT */
 };
@@ -143,6 +149,8 @@ void rnic_stag_table_free(struct rnic_stag_table *t);
 
 /* Bytes the table holds on the heap, page lists included. */
 size_t rnic_stag_table_footprint(const struct rnic_stag_table *t);
+/* Bytes held by page lists now, as max_page_list_bytes counts them. */
+size_t rnic_stag_page_list_bytes(const struct rnic_stag_table *t);
 
 /* ---- protection domains ---- */
 
@@ -168,6 +176,16 @@ struct rnic_mr_attr {
     uint64_t length;                /* at least 1 */
     uint64_t base_to;               /* TO of the first byte */
 };
+
+/*
+ * Whether a region of @npages pages fits now: NO_RESOURCES when max_mrs
+ * regions exist, or when a list of @npages (any @npages > 1 is counted as
+ * a list, contiguous or not) would pass max_page_list_bytes.  A caller
+ * asks before it copies a page list in, so that a refused one costs
+ * nothing; rnic_mr_register() checks the same again.
+ */
+enum rnic_stag_status rnic_mr_admit(const struct rnic_stag_table *t,
+                                    uint32_t npages);
 
 /*
  * Registers a region and returns its STag: a table-chosen index with

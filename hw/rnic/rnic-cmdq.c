@@ -7,10 +7,20 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
+#include "qemu/units.h"
 #include "rnic.h"
 #include "stag.h"
 #include "trace.h"
 
+
+/*
+ * Per bottom-half run: at most this many commands, and no further command
+ * once this many page-list bytes were copied (one REG_MR of 2^20 pages,
+ * 8 MiB, then runs alone).  Measured: 64 small commands take well under a
+ * millisecond; an 8 MiB page list some tens of milliseconds.
+ */
+#define RNIC_CMDQ_BUDGET        64
+#define RNIC_CMDQ_BUDGET_BYTES  (1 * MiB)
 
 typedef struct RnicCmdDesc {
     const char *name;
@@ -36,6 +46,7 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
         .max_ord = cpu_to_le32(s->limits.max_ord),
         .max_pdata = cpu_to_le32(RNIC_MAX_PDATA),
         .max_mr_size = cpu_to_le64(RNIC_DEV_MAX_MR_SIZE),
+        .max_page_list_bytes = cpu_to_le64(s->limits.max_page_list_bytes),
         .page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(RNIC_MR_MIN_PAGE_SHIFT,
                                      RNIC_MR_MAX_PAGE_SHIFT -
                                      RNIC_MR_MIN_PAGE_SHIFT + 1)),
@@ -112,43 +123,76 @@ static void rnic_cmdq_fatal(RnicState *s, uint64_t addr)
     rnic_eq_post(s, RNIC_EV_FATAL, 0, RNIC_CMD_ERR_DMA, 0);
 }
 
+/*
+ * One command: fetch, execute, write back.  False when the queue stopped
+ * (a descriptor not readable or its result not writable).
+ */
+static bool rnic_cmdq_one(RnicState *s, uint32_t log_size, bool *irq)
+{
+    uint64_t addr = s->cmdq.base + (uint64_t)(s->cmdq.cons &
+                    ((1u << log_size) - 1)) * RNIC_CMD_SIZE;
+    struct rnic_cmd cmd;
+    uint16_t status;
+
+    if (rnic_pci_read(s, addr, &cmd, sizeof(cmd))) {
+        rnic_cmdq_fatal(s, addr);
+        return false;
+    }
+    status = rnic_cmd_execute(s, &cmd);
+    trace_rnic_cmd(s->cmdq.cons, rnic_cmd_name(cmd.opcode), cmd.opcode,
+                   status);
+    cmd.status = cpu_to_le16(status);
+    /* Outputs first, status last: the driver polls the status. */
+    if (rnic_pci_write(s, addr + 8, cmd.u.raw, sizeof(cmd.u.raw)) ||
+        rnic_pci_write(s, addr + 2, &cmd.status, sizeof(cmd.status))) {
+        rnic_cmdq_fatal(s, addr);
+        return false;
+    }
+    s->cmdq.cons++;
+    *irq |= cmd.flags & RNIC_CMD_FLAG_IRQ;
+    return true;
+}
+
+/*
+ * Runs commands up to a budget of count and of cost (page-list bytes
+ * copied), then yields the main loop and goes on in the next run, so a
+ * flood of doorbells or one huge REG_MR after another cannot hold QEMU
+ * (and its monitor) for long.
+ */
 void rnic_cmdq_run(void *opaque)
 {
     RnicState *s = opaque;
-    uint32_t budget = rnic_ring_entries(&s->cmdq);
+    uint32_t log_size = s->cmdq.log_size;   /* fixed while READY */
+    uint32_t n = 0;
     bool irq = false;
 
-    if (s->cmdq.prod - s->cmdq.cons > budget) {
-        qemu_log_mask(LOG_GUEST_ERROR, "rnic: command producer index %u is "
-                      "more than a ring ahead of %u; running one ring\n",
-                      s->cmdq.prod, s->cmdq.cons);
+    if (!(s->status & RNIC_STATUS_READY) ||
+        (s->status & RNIC_STATUS_FATAL)) {
+        return;     /* disabled since the doorbell: the ring is not ours */
     }
-    while (s->cmdq.cons != s->cmdq.prod && budget-- &&
+    if (s->cmdq.prod - s->cmdq.cons > (1u << log_size)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: command producer index %u is "
+                      "more than a ring ahead of %u; ignored\n",
+                      s->cmdq.prod, s->cmdq.cons);
+        s->cmdq.prod = s->cmdq.cons;
+        return;
+    }
+    s->cmdq_cost = 0;
+    while (s->cmdq.cons != s->cmdq.prod && n++ < RNIC_CMDQ_BUDGET &&
+           s->cmdq_cost < RNIC_CMDQ_BUDGET_BYTES &&
+           (s->status & RNIC_STATUS_READY) &&
            !(s->status & RNIC_STATUS_FATAL)) {
-        uint64_t addr = s->cmdq.base + (uint64_t)(s->cmdq.cons &
-                        (rnic_ring_entries(&s->cmdq) - 1)) * RNIC_CMD_SIZE;
-        struct rnic_cmd cmd;
-        uint16_t status;
-
-        if (rnic_pci_read(s, addr, &cmd, sizeof(cmd))) {
-            rnic_cmdq_fatal(s, addr);
+        if (!rnic_cmdq_one(s, log_size, &irq)) {
             break;
         }
-        status = rnic_cmd_execute(s, &cmd);
-        trace_rnic_cmd(s->cmdq.cons, rnic_cmd_name(cmd.opcode), cmd.opcode,
-                       status);
-        cmd.status = cpu_to_le16(status);
-        /* Outputs first, status last: the driver polls the status. */
-        if (rnic_pci_write(s, addr + 8, cmd.u.raw, sizeof(cmd.u.raw)) ||
-            rnic_pci_write(s, addr + 2, &cmd.status, sizeof(cmd.status))) {
-            rnic_cmdq_fatal(s, addr);
-            break;
-        }
-        s->cmdq.cons++;
-        irq |= cmd.flags & RNIC_CMD_FLAG_IRQ;
     }
     if (irq) {
         rnic_irq(s, RNIC_MSIX_VEC_ADMIN);
+    }
+    if (s->cmdq.cons != s->cmdq.prod && (s->status & RNIC_STATUS_READY) &&
+        !(s->status & RNIC_STATUS_FATAL)) {
+        trace_rnic_cmdq_yield(s->cmdq.cons, s->cmdq.prod, s->cmdq_cost);
+        qemu_bh_schedule(s->cmdq_bh);
     }
 }
 

@@ -16,23 +16,30 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
                   uint32_t arg1)
 {
     RnicRing *eq = &s->eq;
-    uint32_t n = rnic_ring_entries(eq);
     struct rnic_event ev = {
         .type = type,
-        .phase = ((eq->prod >> eq->log_size) & 1) ^ 1,
         .id = cpu_to_le32(id),
         .arg0 = cpu_to_le32(arg0),
         .arg1 = cpu_to_le32(arg1),
         .timestamp_ns = cpu_to_le64(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)),
     };
+    uint32_t log_size, n;
     uint64_t addr;
 
     trace_rnic_event(type < ARRAY_SIZE(rnic_event_names) &&
                      rnic_event_names[type] ? rnic_event_names[type] : "?",
                      id, arg0, arg1);
+    /*
+     * The ring's geometry is the guest's to change while the device is
+     * disabled: only a READY device's (validated at enable) is used, and
+     * read once.
+     */
     if (!(s->status & RNIC_STATUS_READY)) {
         return;
     }
+    log_size = eq->log_size;
+    n = 1u << log_size;
+    ev.phase = ((eq->prod >> log_size) & 1) ^ 1;
     if (eq->prod - eq->cons >= n) {
         /* The driver has not consumed: keep what it has not read yet. */
         s->status |= RNIC_STATUS_EQ_OVERFLOW;

@@ -10,6 +10,7 @@
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/units.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pcie.h"
 #include "hw/qdev-properties.h"
@@ -160,6 +161,8 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("max-srqs", RnicState, limits.max_srq, 64),
     DEFINE_PROP_UINT32("max-ird", RnicState, limits.max_ird, 16),
     DEFINE_PROP_UINT32("max-ord", RnicState, limits.max_ord, 16),
+    DEFINE_PROP_UINT64("max-page-list-bytes", RnicState,
+                       limits.max_page_list_bytes, 64 * MiB),
     DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),
     DEFINE_PROP_UINT32("timewait-ms", RnicState, timewait_ms, 1000),
     DEFINE_PROP_UINT32("mpa-timeout-ms", RnicState, mpa_timeout_ms, 5000),
@@ -221,7 +224,7 @@ static void rnic_instance_init(Object *obj)
         const char *name, *desc;
     } prop_desc[] = {
         { "max-pds", "protection domains" },
-        { "max-mrs", "memory regions (also the STag index space)" },
+        { "max-mrs", "memory regions at once" },
         { "max-mws", "memory windows" },
         { "max-cqs", "completion queues" },
         { "max-cqes", "entries per completion queue" },
@@ -230,6 +233,8 @@ static void rnic_instance_init(Object *obj)
         { "max-srqs", "shared receive queues" },
         { "max-ird", "inbound RDMA Reads per QP (IRD)" },
         { "max-ord", "outbound RDMA Reads per QP (ORD)" },
+        { "max-page-list-bytes", "host memory all MR page lists may hold "
+          "(regions whose pages are not contiguous); default 64 MiB" },
         { "mpa-rev", "MPA revision to offer: 1 or 2 (RFC 6581)" },
         { "timewait-ms", "a destroyed QP's number is not reused for this "
           "long (virtual clock)" },

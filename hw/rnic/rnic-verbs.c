@@ -122,6 +122,14 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
         return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_HANDLE, "no such PD");
     }
+    /* Every limit before the page list costs a byte or a cycle. */
+    st = rnic_mr_admit(s->stags, npages);
+    if (st != RNIC_STAG_OK) {
+        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_RESOURCE,
+                             "max-mrs regions exist, or the page list would "
+                             "pass max-page-list-bytes");
+    }
+    s->cmdq_cost += (uint64_t)npages * sizeof(uint64_t);
     pages = g_new(uint64_t, npages);
     if (rnic_pci_read(s, le64_to_cpu(p->pbl_addr), pages,
                       npages * sizeof(uint64_t))) {
@@ -247,8 +255,8 @@ static void rnic_cq_notify(void *opaque, struct rnic_cq *core)
 
 static bool rnic_ring_ok(uint64_t base, uint32_t log_size, uint32_t max)
 {
-    return base && !(base & 0xfff) && log_size >= 1 && log_size <= 16 &&
-           (1u << log_size) <= max;
+    return base && !(base & 0xfff) && log_size >= 1 &&
+           log_size <= RNIC_WQ_LOG_MAX && (1u << log_size) <= max;
 }
 
 uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
@@ -552,11 +560,56 @@ static struct rnic_stag_table *rnic_stag_table_for(RnicState *s)
     struct rnic_stag_table_params params = {
         .max_stags = s->limits.max_mr + s->limits.max_mw,
         .max_pds = s->limits.max_pd,
+        .max_mrs = s->limits.max_mr,
+        .max_mws = s->limits.max_mw,
+        .max_page_list_bytes = s->limits.max_page_list_bytes,
         .default_policy = s->stag_one_shot ? RNIC_STAG_ONE_SHOT
                                            : RNIC_STAG_PERSISTENT,
     };
 
     return rnic_stag_table_new(&params);
+}
+
+/*
+ * Every max-* property against what the tables and the 16-bit ring
+ * indices can hold: a ring of 65536 entries could not tell full from
+ * empty, so CQs and work queues stop at RNIC_WQ_LOG_MAX.
+ */
+static bool rnic_limits_check(RnicState *s, Error **errp)
+{
+    const RnicLimits *l = &s->limits;
+    const struct {
+        const char *name;
+        uint64_t val, min, max;
+    } range[] = {
+        { "max-pds", l->max_pd, 1, 1u << 24 },
+        { "max-mrs", l->max_mr, 1, RNIC_STAG_MAX_INDEX - 1 },
+        { "max-mws", l->max_mw, 0, RNIC_STAG_MAX_INDEX - 1 },
+        { "max-cqs", l->max_cq, 1, 0xffff },
+        { "max-cqes", l->max_cqe, 2, 1u << RNIC_WQ_LOG_MAX },
+        { "max-qps", l->max_qp, 1, 0xffff },
+        { "max-qp-wrs", l->max_qp_wr, 2, 1u << RNIC_WQ_LOG_MAX },
+        { "max-srqs", l->max_srq, 0, 0xffff },
+        { "max-ird", l->max_ird, 0, RNIC_QP_MAX_RD },
+        { "max-ord", l->max_ord, 0, RNIC_QP_MAX_RD },
+        { "max-page-list-bytes", l->max_page_list_bytes, 1, SIZE_MAX },
+    };
+
+    for (size_t i = 0; i < ARRAY_SIZE(range); i++) {
+        if (range[i].val < range[i].min || range[i].val > range[i].max) {
+            error_setg(errp, "rnic: %s=%" PRIu64 " is out of range "
+                       "(%" PRIu64 "..%" PRIu64 ")", range[i].name,
+                       range[i].val, range[i].min, range[i].max);
+            return false;
+        }
+    }
+    if ((uint64_t)l->max_mr + l->max_mw > RNIC_STAG_MAX_INDEX) {
+        error_setg(errp, "rnic: max-mrs + max-mws = %" PRIu64 " is more "
+                   "STags than there are (%u)",
+                   (uint64_t)l->max_mr + l->max_mw, RNIC_STAG_MAX_INDEX);
+        return false;
+    }
+    return true;
 }
 
 bool rnic_verbs_init(RnicState *s, Error **errp)
@@ -569,14 +622,7 @@ bool rnic_verbs_init(RnicState *s, Error **errp)
         error_setg(errp, "rnic: stag-default must be persistent or one-shot");
         return false;
     }
-    if (!s->limits.max_pd || !s->limits.max_mr || !s->limits.max_cq ||
-        !s->limits.max_qp || s->limits.max_qp >= (1u << 16) ||
-        s->limits.max_cq >= (1u << 16) || s->limits.max_srq >= (1u << 16) ||
-        s->limits.max_ird > RNIC_QP_MAX_RD ||
-        s->limits.max_ord > RNIC_QP_MAX_RD) {
-        error_setg(errp, "rnic: a limit property is out of range (PDs, MRs, "
-                   "CQs and QPs at least 1; QPs, CQs, SRQs below 65536; IRD "
-                   "and ORD at most %u)", RNIC_QP_MAX_RD);
+    if (!rnic_limits_check(s, errp)) {
         return false;
     }
     s->stags = rnic_stag_table_for(s);
@@ -584,6 +630,10 @@ bool rnic_verbs_init(RnicState *s, Error **errp)
                                  rnic_clock_ms, s);
     if (!s->stags || !s->qpns) {
         error_setg(errp, "rnic: cannot allocate the protection or QP tables");
+        rnic_stag_table_free(s->stags);
+        rnic_qpn_table_free(s->qpns);
+        s->stags = NULL;
+        s->qpns = NULL;
         return false;
     }
     s->cqs = g_new0(RnicCq *, s->limits.max_cq);

@@ -131,15 +131,19 @@ static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp, uint64_t addr,
     return rnic_post_recv_hw(s, &w, qp, NULL, queued);
 }
 
-/* Takes a QP's new entries up to the last doorbell, in ring order. */
-static void rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv)
+/*
+ * Takes a QP's new entries up to the last doorbell, in ring order, at
+ * most @budget of them; true when some are left for the next run.
+ */
+static bool rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv,
+                          uint32_t budget)
 {
     uint16_t *fetched = recv ? &qp->rq_fetched : &qp->sq_fetched;
     uint16_t prod = recv ? qp->rq_prod : qp->sq_prod;
     uint32_t mask = (1u << (recv ? qp->rq_log : qp->sq_log)) - 1;
     uint64_t ring = recv ? qp->rq_ring : qp->sq_ring;
 
-    for (; *fetched != prod; (*fetched)++) {
+    for (; *fetched != prod && budget; (*fetched)++, budget--) {
         uint64_t addr = ring + (uint64_t)(*fetched & mask) *
                         (recv ? RNIC_RQ_WQE_SIZE : RNIC_SQ_WQE_SIZE);
         uint64_t wr_id = 0;
@@ -154,13 +158,15 @@ static void rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv)
                            queued);
         }
     }
+    return *fetched != prod;
 }
 
-static void rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq)
+/* As rnic_wq_fetch() for an SRQ. */
+static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t budget)
 {
     uint32_t n = 1u << srq->log_size;
 
-    while (srq->fetched != srq->prod) {
+    while (srq->fetched != srq->prod && budget--) {
         uint64_t addr = srq->ring + (uint64_t)(srq->fetched & (n - 1)) *
                         RNIC_RQ_WQE_SIZE;
         struct rnic_rq_wqe w;
@@ -175,27 +181,71 @@ static void rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq)
         }
         srq->fetched++;
     }
+    return srq->fetched != srq->prod;
 }
+
+static void rnic_srq_kick(RnicState *s, RnicSrq *srq)
+{
+    if (!srq->kicked) {
+        srq->kicked = true;
+        QTAILQ_INSERT_TAIL(&s->kicked_srqs, srq, kick_link);
+    }
+}
+
+static void rnic_qp_kick(RnicState *s, RnicQp *qp)
+{
+    if (!qp->kicked) {
+        qp->kicked = true;
+        QTAILQ_INSERT_TAIL(&s->kicked, qp, kick_link);
+    }
+}
+
+/*
+ * Work requests taken per queue per run of the bottom half: what is left
+ * goes on in the next run, after QEMU's main loop had its turn.
+ */
+#define RNIC_WQ_FETCH_BUDGET 256
 
 void rnic_wq_run(void *opaque)
 {
     RnicState *s = opaque;
+    uint32_t nsrq = 0, nqp = 0;
+    bool again = false;
     RnicSrq *srq;
     RnicQp *qp;
 
-    while ((srq = QTAILQ_FIRST(&s->kicked_srqs))) {
+    if (!(s->status & RNIC_STATUS_READY)) {
+        return;     /* disabled since the doorbell: leave the rings be */
+    }
+    /* This run serves the queues kicked so far; a re-kick waits. */
+    QTAILQ_FOREACH(srq, &s->kicked_srqs, kick_link) {
+        nsrq++;
+    }
+    QTAILQ_FOREACH(qp, &s->kicked, kick_link) {
+        nqp++;
+    }
+    while (nsrq-- && (srq = QTAILQ_FIRST(&s->kicked_srqs))) {
         QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
         srq->kicked = false;
-        rnic_wq_fetch_srq(s, srq);
+        if (rnic_wq_fetch_srq(s, srq, RNIC_WQ_FETCH_BUDGET)) {
+            rnic_srq_kick(s, srq);
+            again = true;
+        }
     }
-    while ((qp = QTAILQ_FIRST(&s->kicked))) {
+    while (nqp-- && (qp = QTAILQ_FIRST(&s->kicked))) {
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
         qp->kicked = false;
-        rnic_wq_fetch(s, qp, true);
-        rnic_wq_fetch(s, qp, false);
+        if (rnic_wq_fetch(s, qp, true, RNIC_WQ_FETCH_BUDGET) |
+            rnic_wq_fetch(s, qp, false, RNIC_WQ_FETCH_BUDGET)) {
+            rnic_qp_kick(s, qp);
+            again = true;
+        }
         if (qp->conn) {
             rnic_conn_run(qp->conn);
         }
+    }
+    if (again) {
+        qemu_bh_schedule(s->wq_bh);
     }
     /* CQs that changed are delivered as this callback ends (rnic-cq.c). */
 }
@@ -231,10 +281,7 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             return;
         }
         *(reg == RNIC_REG_DB_SQ ? &qp->sq_prod : &qp->rq_prod) = idx;
-        if (!qp->kicked) {
-            qp->kicked = true;
-            QTAILQ_INSERT_TAIL(&s->kicked, qp, kick_link);
-        }
+        rnic_qp_kick(s, qp);
         qemu_bh_schedule(s->wq_bh);
         return;
     case RNIC_REG_DB_SRQ:
@@ -243,11 +290,12 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             rnic_db_error(reg, val, "no such SRQ");
             return;
         }
-        srq->prod = idx;
-        if (!srq->kicked) {
-            srq->kicked = true;
-            QTAILQ_INSERT_TAIL(&s->kicked_srqs, srq, kick_link);
+        if ((uint16_t)(idx - srq->fetched) > 1u << srq->log_size) {
+            rnic_db_error(reg, val, "producer more than a ring ahead");
+            return;
         }
+        srq->prod = idx;
+        rnic_srq_kick(s, srq);
         qemu_bh_schedule(s->wq_bh);
         return;
     case RNIC_REG_DB_CQ:

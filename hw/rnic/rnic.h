@@ -66,7 +66,14 @@ typedef struct RnicLimits {
     uint32_t max_srq;
     uint32_t max_ird;
     uint32_t max_ord;
+    uint64_t max_page_list_bytes;   /* heap for non-contiguous MRs */
 } RnicLimits;
+
+/*
+ * Largest CQ, SQ, RQ and SRQ ring (log2 entries): their indices are 16
+ * bits, and a ring of 65536 could not tell full from empty.
+ */
+#define RNIC_WQ_LOG_MAX 15
 
 /* A completion queue: the core's staging ring plus the guest's ring. */
 typedef struct RnicCq {
@@ -195,6 +202,7 @@ struct RnicState {
     uint32_t status;
     uint32_t control;
     RnicRing cmdq;
+    uint64_t cmdq_cost;     /* of this command-queue run: page-list bytes */
     RnicRing eq;
     uint64_t eq_dropped;
 

@@ -328,7 +328,7 @@ struct rnic_conn_info {
 struct rnic_device_attr {
     uint32_t abi_version;           /* RNIC_VERSION_VALUE */
     uint32_t max_pd;
-    uint32_t max_mr;                /* also the STag index space */
+    uint32_t max_mr;                /* regions at once */
     uint32_t max_mw;
     uint32_t max_cq;
     uint32_t max_cqe;               /* entries per CQ */
@@ -345,7 +345,8 @@ struct rnic_device_attr {
     uint32_t msix_vectors;
     uint32_t mpa_rev;               /* property mpa-rev */
     uint32_t flags;                 /* RNIC_DEV_* */
-    uint8_t  rsvd[48];
+    uint64_t max_page_list_bytes;   /* property max-page-list-bytes */
+    uint8_t  rsvd[40];
 };
 
 #define RNIC_DEV_CRC_REQUIRED       (1u << 0)

@@ -618,6 +618,27 @@ static void test_srq_receives(void)
 }
 
 /*
+ * An SRQ doorbell more than a ring ahead is refused, as SQ and RQ
+ * doorbells are: nothing is taken from the ring (not 100 stale entries),
+ * so the peer's Send finds no buffer.
+ */
+static void test_srq_doorbell_ahead(void)
+{
+    uint8_t u[64];
+    size_t h;
+    Peer p;
+
+    peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, true);
+    rnic_wr(&p.t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(p.srq.qpn, 100));
+    rnic_settle(&p.t);
+    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    memcpy(u + h, "one", 3);
+    send_fpdu(&p, u, h + 3);
+    expect_terminate(&p, DDP_UNTAGGED, 0x02);   /* no buffer */
+    peer_stop(&p);
+}
+
+/*
  * Backpressure: the peer stops reading, so the device can hand no more to
  * the socket and its RDMA Writes stop completing; nothing is lost, and
  * once the peer reads again, every Write completes.
@@ -1088,6 +1109,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/crc", test_crc);
     qtest_add_func("/rnic/peer/backpressure", test_backpressure);
     qtest_add_func("/rnic/peer/srq-receives", test_srq_receives);
+    qtest_add_func("/rnic/peer/srq-doorbell-ahead", test_srq_doorbell_ahead);
     qtest_add_func("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
     qtest_add_func("/rnic/peer/write-into-own-bar", test_write_into_own_bar);
     qtest_add_func("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);

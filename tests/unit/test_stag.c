@@ -1344,6 +1344,101 @@ START_TEST(test_recv_link_released_with_stag)
 }
 END_TEST
 
+/* ---- caps: regions, windows and page-list memory, each on its own ---- */
+
+/* A table of 16 STags: at most 3 regions, 2 windows, @list_bytes of lists. */
+static struct rnic_stag_table *capped_table(size_t list_bytes, uint32_t *pd)
+{
+    struct rnic_stag_table_params p = {
+        .max_stags = 16, .max_pds = 2, .max_mrs = 3, .max_mws = 2,
+        .max_page_list_bytes = list_bytes,
+    };
+    struct rnic_stag_table *c = rnic_stag_table_new(&p);
+
+    ck_assert_ptr_nonnull(c);
+    ck_assert_st(rnic_pd_alloc(c, pd), RNIC_STAG_OK);
+    return c;
+}
+
+START_TEST(test_mr_mw_caps_separate)
+{
+    uint32_t pd, stag[4], mw[3];
+    struct rnic_stag_table *c = capped_table(0, &pd);
+    struct rnic_mr_attr a = mr_attr(pd, &first_page, 1, 0x1000);
+
+    for (int i = 0; i < 3; i++) {
+        a.key = (uint8_t)i;
+        ck_assert_st(rnic_mr_register(c, &a, &stag[i]), RNIC_STAG_OK);
+    }
+    a.key = 9;
+    ck_assert_st(rnic_mr_admit(c, 1), RNIC_STAG_ERR_NO_RESOURCES);
+    ck_assert_st(rnic_mr_register(c, &a, &stag[3]),
+                 RNIC_STAG_ERR_NO_RESOURCES);
+    /* Windows have their own count: regions do not eat it, nor back. */
+    ck_assert_st(rnic_mw_alloc(c, pd, RNIC_STAG_MW_TYPE1, 1, &mw[0]),
+                 RNIC_STAG_OK);
+    ck_assert_st(rnic_mw_alloc(c, pd, RNIC_STAG_MW_TYPE2, 1, &mw[1]),
+                 RNIC_STAG_OK);
+    ck_assert_st(rnic_mw_alloc(c, pd, RNIC_STAG_MW_TYPE1, 2, &mw[2]),
+                 RNIC_STAG_ERR_NO_RESOURCES);
+    ck_assert_st(rnic_mw_dealloc(c, mw[0]), RNIC_STAG_OK);
+    ck_assert_st(rnic_mw_alloc(c, pd, RNIC_STAG_MW_TYPE1, 2, &mw[2]),
+                 RNIC_STAG_OK);
+    ck_assert_st(rnic_mr_register(c, &a, &stag[3]),
+                 RNIC_STAG_ERR_NO_RESOURCES);
+    ck_assert_st(rnic_mr_deregister(c, stag[0]), RNIC_STAG_OK);
+    ck_assert_st(rnic_mr_admit(c, 1), RNIC_STAG_OK);
+    ck_assert_st(rnic_mr_register(c, &a, &stag[3]), RNIC_STAG_OK);
+    rnic_stag_table_free(c);
+}
+END_TEST
+
+START_TEST(test_page_list_bytes_capped)
+{
+    const uint64_t apart[2] = { gaddr(0), gaddr(2 * PAGE) };
+    const uint64_t together[2] = { gaddr(0), gaddr(PAGE) };
+    uint32_t pd, stag, next;
+    struct rnic_stag_table *c;
+    struct rnic_mr_attr a;
+    size_t one;
+
+    /* Measure one two-page list, then cap at exactly two of them. */
+    c = capped_table(0, &pd);
+    a = mr_attr(pd, apart, 2, 0x1000);
+    ck_assert_st(rnic_mr_register(c, &a, &stag), RNIC_STAG_OK);
+    one = rnic_stag_page_list_bytes(c);
+    ck_assert_uint_gt(one, 0);
+    rnic_stag_table_free(c);
+
+    c = capped_table(2 * one, &pd);
+    a = mr_attr(pd, apart, 2, 0x1000);
+    ck_assert_st(rnic_mr_register(c, &a, &stag), RNIC_STAG_OK);
+    a.key = 0x11;
+    ck_assert_st(rnic_mr_register(c, &a, &stag), RNIC_STAG_OK);
+    ck_assert_uint_eq(rnic_stag_page_list_bytes(c), 2 * one);
+    /* A third list is refused before anything is allocated... */
+    ck_assert_st(rnic_mr_admit(c, 2), RNIC_STAG_ERR_NO_RESOURCES);
+    ck_assert_st(rnic_mr_admit(c, 1u << 20), RNIC_STAG_ERR_NO_RESOURCES);
+    a.key = 0x12;
+    ck_assert_st(rnic_mr_register(c, &a, &next), RNIC_STAG_ERR_NO_RESOURCES);
+    ck_assert_uint_eq(rnic_stag_page_list_bytes(c), 2 * one);
+    /* ...while a single page or contiguous pages store no list. */
+    ck_assert_st(rnic_mr_admit(c, 1), RNIC_STAG_OK);
+    a = mr_attr(pd, together, 2, 0x1000);
+    ck_assert_st(rnic_mr_register(c, &a, &next), RNIC_STAG_OK);
+    ck_assert_uint_eq(rnic_stag_page_list_bytes(c), 2 * one);
+    /* Re-registering a list in place swaps its bytes: it fits. */
+    a = mr_attr(pd, apart, 2, 0x1000);
+    a.key = 0x13;
+    ck_assert_st(rnic_mr_reregister(c, stag, &a, &next), RNIC_STAG_OK);
+    ck_assert_uint_eq(rnic_stag_page_list_bytes(c), 2 * one);
+    ck_assert_st(rnic_mr_deregister(c, next), RNIC_STAG_OK);
+    ck_assert_uint_eq(rnic_stag_page_list_bytes(c), one);
+    ck_assert_st(rnic_mr_admit(c, 2), RNIC_STAG_OK);
+    rnic_stag_table_free(c);
+}
+END_TEST
+
 /* ---- scale ---- */
 
 START_TEST(test_million_stags)
@@ -1431,6 +1526,8 @@ Suite *stag_suite(void)
     tcase_add_test(tc, test_bind_checks);
     tcase_add_test(tc, test_region_with_windows_is_pinned);
     tcase_add_test(tc, test_footprint_counts_page_lists);
+    tcase_add_test(tc, test_mr_mw_caps_separate);
+    tcase_add_test(tc, test_page_list_bytes_capped);
     suite_add_tcase(s, tc);
 
     tcase_add_checked_fixture(place, setup, teardown);

@@ -235,6 +235,22 @@ struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
     return cmd;
 }
 
+/* Writes a command into the next slot without ringing the doorbell. */
+void rnic_cmd_queue(RnicTest *t, uint8_t opcode, const void *payload,
+                    size_t len)
+{
+    uint64_t slot = t->cmdq + (t->cmd_prod & ((1u << RNIC_TEST_CMDQ_LOG) - 1)) *
+                    RNIC_CMD_SIZE;
+    struct rnic_cmd cmd = {
+        .opcode = opcode,
+        .status = cpu_to_le16(RNIC_CMD_STATUS_PENDING),
+    };
+
+    g_assert_cmpuint(len, <=, sizeof(cmd.u));
+    memcpy(cmd.u.raw, payload, len);
+    qtest_memwrite(t->qts, slot, &cmd, sizeof(cmd));
+    t->cmd_prod++;
+}
 
 /* Runs a command that must succeed. */
 struct rnic_cmd rnic_cmd_ok(RnicTest *t, uint8_t opcode,

@@ -67,6 +67,9 @@ bool rnic_msix_fired(RnicTest *t, int v);
 /* Commands: post one and wait for its status. */
 struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode, const void *payload,
                          size_t len);
+/* Fills the next command slot, no doorbell, no interrupt asked. */
+void rnic_cmd_queue(RnicTest *t, uint8_t opcode, const void *payload,
+                    size_t len);
 struct rnic_cmd rnic_cmd_ok(RnicTest *t, uint8_t opcode, const void *payload,
                             size_t len);
 uint16_t rnic_cmd_status(RnicTest *t, uint8_t opcode, const void *payload,

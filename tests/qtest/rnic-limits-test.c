@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qtest of what bounds a hostile guest: each table limit on its own, the
+ * page-list memory cap, the range of every max-* property at realize, and
+ * a command queue that cannot hold QEMU's main loop (issue 8, defects 2
+ * and 3).
+ */
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qobject/qdict.h"
+#include "libqos/rnic.h"
+
+#define BIG_PAGES   (1u << 20)      /* a 4 GiB region of 4 KiB pages */
+
+/* REG_MR of @npages 4 KiB pages whose list is at @pbl (IOVA 0). */
+static struct rnic_cmd_reg_mr reg_mr_args(uint32_t pdn, uint64_t pbl,
+                                          uint32_t npages, uint8_t key)
+{
+    return (struct rnic_cmd_reg_mr) {
+        .pdn = cpu_to_le32(pdn),
+        .access = cpu_to_le32(RNIC_ACC_LOCAL_WRITE),
+        .length = cpu_to_le64(npages == BIG_PAGES ? UINT32_MAX :
+                              (uint64_t)npages * 4096),
+        .pbl_addr = cpu_to_le64(pbl),
+        .npages = cpu_to_le32(npages),
+        .page_shift = 12,
+        .key = key,
+        .policy = RNIC_MR_POLICY_PERSISTENT,
+    };
+}
+
+/* max-mrs and max-mws are two limits, not one shared table. */
+static void test_mr_mw_separate(void)
+{
+    RnicTest t;
+    uint64_t buf;
+    uint32_t pdn, stag;
+    struct rnic_cmd_alloc_mw mw;
+
+    rnic_test_start(&t, ",max-mrs=4,max-mws=2");
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    buf = guest_alloc(t.alloc, 4096);
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE,
+                                    i, &stag), ==, RNIC_CMD_OK);
+    }
+    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE,
+                                9, &stag), ==, RNIC_CMD_ERR_RESOURCE);
+    mw = (struct rnic_cmd_alloc_mw) { .pdn = cpu_to_le32(pdn), .type = 1 };
+    for (int i = 0; i < 2; i++) {
+        mw.key = i;
+        g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_ALLOC_MW, &mw,
+                                        sizeof(mw)), ==, RNIC_CMD_OK);
+    }
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_ALLOC_MW, &mw, sizeof(mw)),
+                    ==, RNIC_CMD_ERR_RESOURCE);
+    rnic_test_stop(&t);
+}
+
+/*
+ * Page lists are capped per device and reported by QUERY_DEVICE; a list
+ * of 2^20 pages past the cap is refused before it is read (its address
+ * is not even guest RAM), and lists stop being accepted at the cap.
+ */
+static void test_page_list_cap(void)
+{
+    struct rnic_cmd_query_device q;
+    struct rnic_device_attr attr;
+    struct rnic_cmd_reg_mr r;
+    uint64_t pbl, attr_addr;
+    uint32_t pdn;
+    uint16_t st = RNIC_CMD_OK;
+    int n;
+    RnicTest t;
+
+    rnic_test_start(&t, ",max-page-list-bytes=4096");
+    rnic_test_enable(&t);
+    attr_addr = guest_alloc(t.alloc, sizeof(attr));
+    q = (struct rnic_cmd_query_device) { .attr_addr = cpu_to_le64(attr_addr) };
+    rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    qtest_memread(t.qts, attr_addr, &attr, sizeof(attr));
+    g_assert_cmpuint(le64_to_cpu(attr.max_page_list_bytes), ==, 4096);
+
+    pdn = rnic_create_pd(&t);
+    r = reg_mr_args(pdn, 0xfee00000ull, BIG_PAGES, 1);   /* not RAM */
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &r, sizeof(r)), ==,
+                    RNIC_CMD_ERR_RESOURCE);
+    /* Two pages that are not contiguous: a list each, until the cap. */
+    pbl = guest_alloc(t.alloc, 16);
+    qtest_writeq(t.qts, pbl, 0x100000);
+    qtest_writeq(t.qts, pbl + 8, 0x300000);
+    for (n = 0; n < 300 && st == RNIC_CMD_OK; n++) {
+        r = reg_mr_args(pdn, pbl, 2, n);
+        st = rnic_cmd_status(&t, RNIC_CMD_REG_MR, &r, sizeof(r));
+    }
+    g_assert_cmphex(st, ==, RNIC_CMD_ERR_RESOURCE);
+    g_assert_cmpint(n, >, 1);
+    g_assert_cmpint(n, <=, 4096 / 16 + 1);
+    rnic_test_stop(&t);
+}
+
+/* Starts QEMU with "-device rnic<extra>" and returns what it printed. */
+static char *realize_error(const char *extra)
+{
+    const char *qemu = g_getenv("QTEST_QEMU_BINARY");
+    g_autofree char *dev = g_strdup_printf("rnic%s", extra);
+    const char *argv[] = {
+        qemu, "-M", "q35", "-accel", "qtest", "-nodefaults", "-display",
+        "none", "-device", dev, NULL,
+    };
+    g_autofree char *out = NULL;
+    char *err = NULL;
+    int status;
+
+    g_assert_nonnull(qemu);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL,
+                               G_SPAWN_STDIN_FROM_DEV_NULL, NULL, NULL, &out,
+                               &err, &status, NULL));
+    g_assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return err;
+}
+
+/* Every max-* property is range-checked at realize, with a clear error. */
+static void test_realize_ranges(void)
+{
+    static const struct {
+        const char *extra, *says;
+    } bad[] = {
+        { ",max-cqes=65536", "max-cqes=65536 is out of range (2..32768)" },
+        { ",max-qp-wrs=65536", "max-qp-wrs=65536 is out of range" },
+        { ",max-mrs=0", "max-mrs=0 is out of range" },
+        { ",max-pds=0", "max-pds=0 is out of range" },
+        { ",max-page-list-bytes=0", "max-page-list-bytes=0 is out of range" },
+        { ",max-mrs=16000000,max-mws=1000000", "more STags than there are" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *err = realize_error(bad[i].extra);
+
+        g_assert_nonnull(strstr(err, bad[i].says));
+    }
+}
+
+/*
+ * A guest floods the command queue with REG_MRs of 2^20 pages (8 MiB of
+ * page list each).  The device runs them a budget at a time, so the
+ * monitor is answered while the flood is still going: once the first
+ * command is done, query-status comes back before the last one is.
+ * Only the order is asserted; the time is printed.
+ */
+static void test_cmdq_yields(void)
+{
+    const uint32_t cmds = 1u << RNIC_TEST_CMDQ_LOG;
+    g_autofree char *extra = g_strdup_printf(",max-page-list-bytes=%llu",
+                                             (unsigned long long)cmds * 9 *
+                                             1024 * 1024);
+    struct rnic_cmd_reg_mr r;
+    uint64_t pbl;
+    uint32_t pdn, cons;
+    gint64 t0, dt;
+    QDict *resp;
+    RnicTest t;
+
+    rnic_test_start(&t, extra);
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    pbl = guest_alloc(t.alloc, BIG_PAGES * 8);  /* zero: page 0, each */
+    for (uint32_t i = 0; i < cmds; i++) {
+        r = reg_mr_args(pdn, pbl, BIG_PAGES, i);
+        rnic_cmd_queue(&t, RNIC_CMD_REG_MR, &r, sizeof(r));
+    }
+    rnic_wr(&t, RNIC_REG_CMDQ_PROD, t.cmd_prod);
+    while (rnic_rd(&t, RNIC_REG_CMDQ_CONS) == t.cmd_prod - cmds) {
+        g_usleep(100);
+    }
+    t0 = g_get_monotonic_time();
+    resp = qtest_qmp(t.qts, "{'execute': 'query-status'}");
+    dt = g_get_monotonic_time() - t0;
+    cons = rnic_rd(&t, RNIC_REG_CMDQ_CONS);
+    g_assert_true(qdict_haskey(resp, "return"));
+    qobject_unref(resp);
+    g_test_message("query-status answered in %" PRId64 " us during a flood "
+                   "of %u REG_MRs of 2^20 pages; %u of them done then",
+                   dt, cmds, cons - (t.cmd_prod - cmds));
+    g_assert_cmpuint(cons, !=, t.cmd_prod);
+    while (rnic_rd(&t, RNIC_REG_CMDQ_CONS) != t.cmd_prod) {
+        g_usleep(1000);
+    }
+    rnic_test_stop(&t);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/rnic/limits/mr-mw-separate", test_mr_mw_separate);
+    qtest_add_func("/rnic/limits/page-list-cap", test_page_list_cap);
+    qtest_add_func("/rnic/limits/realize-ranges", test_realize_ranges);
+    qtest_add_func("/rnic/limits/cmdq-yields", test_cmdq_yields);
+    return g_test_run();
+}
