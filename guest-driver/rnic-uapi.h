@@ -86,7 +86,7 @@ struct rnic_u_conn {
 	struct rnic_sockaddr peer;
 	__u16 ird;
 	__u16 ord;
-	__u16 pdata_len;		/* <= RNIC_MAX_PDATA - 4 */
+	__u16 pdata_len;		/* <= RNIC_MAX_PDATA */
 	__u16 rsvd;
 	__u64 pdata;			/* user pointer */
 };

@@ -333,7 +333,7 @@ static uint16_t rnic_cm_pdata(RnicState *s, const struct rnic_cmd_connect *p,
 {
     uint16_t len = le16_to_cpu(p->pdata_len);
 
-    if (len > RNIC_MAX_PDATA - 4) {     /* RFC 6581 takes 4 of the 512 */
+    if (len > RNIC_MAX_PDATA) {         /* RFC 6581 takes 4 of the 512 */
         return RNIC_CMD_ERR_PARAM;
     }
     if (len && rnic_pci_read(s, le64_to_cpu(p->pdata_addr), buf, len)) {

@@ -22,6 +22,9 @@
 #define RNIC_CMDQ_BUDGET        64
 #define RNIC_CMDQ_BUDGET_BYTES  (1 * MiB)
 
+/* The ABI's private-data limit is the MPA frame's (RFC 5044). */
+QEMU_BUILD_BUG_ON(RNIC_MPA_PDATA_MAX != RNIC_MPA_PD_MAX);
+
 typedef struct RnicCmdDesc {
     const char *name;
     RnicCmdFn *fn;

@@ -35,6 +35,7 @@ static void rnic_dp_term_sent(void *opaque, struct rnic_term_code code)
     RnicConn *c = opaque;
 
     trace_rnic_term_sent(c->qp->qpn, rnic_term_code_str(code));
+    rnic_qp_note_term(c->qp, true, code.layer, code.etype, code.ecode);
     rnic_stats_term(c->s, true, code.layer, code.etype, code.ecode);
     rnic_eq_post(c->s, RNIC_EV_TERM_SENT, c->qp->qpn, rnic_term_arg0(code),
                  code.ecode);
@@ -47,6 +48,7 @@ static void rnic_dp_term_received(void *opaque, struct rnic_term_code code)
     RnicConn *c = opaque;
 
     trace_rnic_term_received(c->qp->qpn, rnic_term_code_str(code));
+    rnic_qp_note_term(c->qp, false, code.layer, code.etype, code.ecode);
     rnic_stats_term(c->s, false, code.layer, code.etype, code.ecode);
     rnic_eq_post(c->s, RNIC_EV_TERM_RECEIVED, c->qp->qpn,
                  rnic_term_arg0(code), code.ecode);

@@ -538,7 +538,20 @@ uint16_t rnic_cmd_query_qp(RnicState *s, struct rnic_cmd *cmd)
     p->ord = cpu_to_le16(qp->core->ord);
     p->sq_cons = cpu_to_le32(qp->sq_fetched);
     p->rq_cons = cpu_to_le32(qp->rq_fetched);
+    p->term_received = qp->term;
+    p->term_layer_etype = qp->term_layer << 4 | (qp->term_etype & 0xf);
+    p->term_ecode = qp->term_ecode;
+    p->conn_id = cpu_to_le32(qp->conn ? qp->conn->id : 0);
     return RNIC_CMD_OK;
+}
+
+void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
+                       uint8_t ecode)
+{
+    qp->term = sent ? RNIC_QP_TERM_SENT : RNIC_QP_TERM_RECEIVED;
+    qp->term_layer = layer;
+    qp->term_etype = etype;
+    qp->term_ecode = ecode;
 }
 
 /* QUERY_QP reports the core's state as is: the numbering is the same. */

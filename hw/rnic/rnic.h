@@ -114,6 +114,8 @@ typedef struct RnicQp {
     uint16_t sq_fetched, rq_fetched;    /* WQEs taken from the guest rings */
     uint16_t sq_prod, rq_prod;          /* the last doorbells */
     RnicConn *conn;                     /* the adopted connection */
+    uint8_t term;                       /* last Terminate: RNIC_QP_TERM_* */
+    uint8_t term_layer, term_etype, term_ecode;
     bool kicked;                        /* on RnicState.kicked */
     QTAILQ_ENTRY(RnicQp) kick_link;
 } RnicQp;
@@ -271,6 +273,9 @@ RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn);
 RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn);
 RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn);
 RnicConn *rnic_conn_get(RnicState *s, uint32_t id);
+/* The QP's last Terminate, for QUERY_QP. */
+void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
+                       uint8_t ecode);
 
 /* rnic-wq.c */
 void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val);

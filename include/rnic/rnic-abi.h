@@ -253,15 +253,21 @@ struct rnic_cmd_modify_qp {
 struct rnic_cmd_query_qp {
     uint32_t qpn;                   /* in */
     uint8_t  state;                 /* out: enum rnic_qp_hw_state */
-    uint8_t  term_layer_etype;      /* out: last Terminate, sent or received */
+    /* out: the QP's last Terminate, RNIC_QP_TERM_*; layer << 4 | error
+     * type, and error code, as on the wire (RFC 5040 §4.8) */
+    uint8_t  term_layer_etype;
     uint8_t  term_ecode;
-    uint8_t  term_received;         /* out: 1 received, 0 sent */
+    uint8_t  term_received;         /* out: RNIC_QP_TERM_* */
     uint16_t ird;                   /* out */
     uint16_t ord;                   /* out */
     uint32_t conn_id;               /* out: 0 when not connected */
     uint32_t sq_cons;               /* out: WQEs consumed */
     uint32_t rq_cons;               /* out */
 };
+
+#define RNIC_QP_TERM_NONE           0   /* none since CREATE_QP */
+#define RNIC_QP_TERM_RECEIVED       1   /* the peer's */
+#define RNIC_QP_TERM_SENT           2   /* ours */
 
 struct rnic_cmd_srq {
     uint32_t pdn;                   /* in */
@@ -312,7 +318,14 @@ struct rnic_cmd_query_conn {        /* out: struct rnic_conn_info */
     uint64_t info_addr;             /* in: guest buffer, RNIC_CONN_INFO_SIZE */
 };
 
-#define RNIC_MAX_PDATA              512
+/* RFC 5044 §7.1: private data in an MPA Request or Reply, at most. */
+#define RNIC_MPA_PDATA_MAX          512
+/*
+ * Private data the guest may send with CONNECT, ACCEPT and REJECT (and
+ * QUERY_DEVICE's max_pdata): RFC 6581's IRD/ORD take the first 4 octets
+ * of the 512 (mpa-rev 2; one limit for both revisions).
+ */
+#define RNIC_MAX_PDATA              (RNIC_MPA_PDATA_MAX - 4)
 
 struct rnic_conn_info {
     struct rnic_sockaddr local;
@@ -322,7 +335,7 @@ struct rnic_conn_info {
     uint16_t pdata_len;
     uint8_t  mpa_rev;
     uint8_t  mpa_crc;               /* 1 when CRC32c is in use */
-    uint8_t  pdata[RNIC_MAX_PDATA]; /* the peer's private data */
+    uint8_t  pdata[RNIC_MPA_PDATA_MAX]; /* the peer's private data */
 };
 
 struct rnic_device_attr {
@@ -512,7 +525,7 @@ struct rnic_event {
 
 /* ---- Sizes, checked where the compiler allows it ------------------------ */
 #define RNIC_DEVICE_ATTR_SIZE   128
-#define RNIC_CONN_INFO_SIZE     (2 * 20 + 8 + RNIC_MAX_PDATA)
+#define RNIC_CONN_INFO_SIZE     (2 * 20 + 8 + RNIC_MPA_PDATA_MAX)
 #define RNIC_SQ_WQE_SIZE        128
 #define RNIC_RQ_WQE_SIZE        128
 #define RNIC_CQE_SIZE           32

@@ -190,6 +190,49 @@ static void test_cmdq_yields(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * The private-data limit QUERY_DEVICE reports is the one CONNECT honours:
+ * exactly max_pdata octets go, one more is refused.
+ */
+static void test_pdata_limit(void)
+{
+    struct rnic_cmd_query_device q;
+    struct rnic_device_attr attr;
+    struct rnic_cmd_connect c;
+    uint64_t attr_addr, pdata, cq_ring;
+    uint32_t pdn, cqn, max;
+    RnicTestQp qp;
+    RnicTest t;
+
+    rnic_test_start(&t, NULL);
+    rnic_test_enable(&t);
+    attr_addr = guest_alloc(t.alloc, sizeof(attr));
+    q = (struct rnic_cmd_query_device) { .attr_addr = cpu_to_le64(attr_addr) };
+    rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    qtest_memread(t.qts, attr_addr, &attr, sizeof(attr));
+    max = le32_to_cpu(attr.max_pdata);
+    g_assert_cmpuint(max, ==, RNIC_MAX_PDATA);
+    pdn = rnic_create_pd(&t);
+    cqn = rnic_create_cq(&t, 3, 1, &cq_ring);
+    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
+                    RNIC_CMD_OK);
+    pdata = guest_alloc(t.alloc, max + 1);
+    c = (struct rnic_cmd_connect) {
+        .qpn = cpu_to_le32(qp.qpn),
+        .peer = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 },
+                  .port = cpu_to_le16(9) },
+        .ird = 1, .ord = 1,
+        .pdata_len = cpu_to_le16(max + 1),
+        .pdata_addr = cpu_to_le64(pdata),
+    };
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
+                    RNIC_CMD_ERR_PARAM);
+    c.pdata_len = cpu_to_le16(max);
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
+                    RNIC_CMD_OK);
+    rnic_test_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -197,5 +240,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/limits/page-list-cap", test_page_list_cap);
     qtest_add_func("/rnic/limits/realize-ranges", test_realize_ranges);
     qtest_add_func("/rnic/limits/cmdq-yields", test_cmdq_yields);
+    qtest_add_func("/rnic/limits/pdata", test_pdata_limit);
     return g_test_run();
 }

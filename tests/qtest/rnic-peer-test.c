@@ -309,6 +309,80 @@ static void test_invalid_stag(void)
     peer_stop(&p);
 }
 
+static struct rnic_cmd_query_qp query_qp(Peer *p)
+{
+    struct rnic_cmd_query_qp q = { .qpn = cpu_to_le32(p->qp.qpn) };
+    struct rnic_cmd cmd = rnic_cmd_ok(&p->t, RNIC_CMD_QUERY_QP, &q,
+                                      sizeof(q));
+
+    return *(struct rnic_cmd_query_qp *)cmd.u.raw;
+}
+
+/* QUERY_QP reports the connection and, once there is one, the Terminate. */
+static void test_query_qp_terminate(void)
+{
+    struct rnic_cmd_query_qp q;
+    struct rnic_event ev;
+    Peer p;
+    uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+
+    q = query_qp(&p);
+    g_assert_cmpuint(le32_to_cpu(q.conn_id), !=, 0);
+    g_assert_cmpuint(q.term_received, ==, RNIC_QP_TERM_NONE);
+    rdma_write(&p, stag ^ 0xff, IOVA, "x", 1);
+    expect_terminate(&p, DDP_TAGGED, 0x00);
+    expect_event(&p, RNIC_EV_TERM_SENT, &ev);
+    q = query_qp(&p);
+    g_assert_cmpuint(q.term_received, ==, RNIC_QP_TERM_SENT);
+    g_assert_cmphex(q.term_layer_etype, ==, 0x11);  /* DDP, tagged */
+    g_assert_cmphex(q.term_ecode, ==, 0x00);        /* invalid STag */
+    peer_stop(&p);
+}
+
+/*
+ * UNLISTEN takes its connections not yet accepted with it: the peer's
+ * socket is reset and ACCEPT no longer knows the connection.
+ */
+static void test_unlisten_resets_pending(void)
+{
+    struct rnic_cmd_listen l = {
+        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+    };
+    uint8_t req[24] = "MPA ID Req Frame", b;
+    struct timeval tv = { .tv_sec = 5 };
+    struct rnic_cmd_connect a = { .ird = 1, .ord = 1 };
+    struct rnic_event ev;
+    struct rnic_cmd cmd;
+    RnicTestQp qp;
+    uint32_t pdn, cqn;
+    uint64_t ring;
+    ssize_t n;
+    Peer p;
+
+    memset(&p, 0, sizeof(p));
+    rnic_test_start(&p.t, ",id=dev");
+    rnic_test_enable(&p.t);
+    pdn = rnic_create_pd(&p.t);
+    cqn = rnic_create_cq(&p.t, CQ_LOG, 1, &ring);
+    g_assert_cmphex(rnic_try_create_qp(&p.t, pdn, cqn, cqn, QP_LOG, &qp), ==,
+                    RNIC_CMD_OK);
+    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    l = *(struct rnic_cmd_listen *)cmd.u.raw;
+    p.fd = rnic_tcp_connect(le16_to_cpu(l.local.port), 0);
+    req[17] = 1;                                    /* rev 1, no pdata */
+    rnic_write_full(p.fd, req, sizeof(req));
+    expect_event(&p, RNIC_EV_CONN_REQUEST, &ev);
+    rnic_cmd_ok(&p.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
+    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    n = read(p.fd, &b, 1);
+    g_assert_true(n == 0 || (n < 0 && errno == ECONNRESET));
+    a.conn_id = ev.id;
+    a.qpn = cpu_to_le32(qp.qpn);
+    g_assert_cmphex(rnic_cmd_status(&p.t, RNIC_CMD_ACCEPT, &a, sizeof(a)), ==,
+                    RNIC_CMD_ERR_HANDLE);
+    peer_stop(&p);
+}
+
 static void test_base_bounds(void)
 {
     Peer p;
@@ -1099,6 +1173,9 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/rnic/peer/write-placed", test_write_placed);
     qtest_add_func("/rnic/peer/invalid-stag", test_invalid_stag);
+    qtest_add_func("/rnic/peer/query-qp-terminate", test_query_qp_terminate);
+    qtest_add_func("/rnic/peer/unlisten-resets-pending",
+                   test_unlisten_resets_pending);
     qtest_add_func("/rnic/peer/base-bounds", test_base_bounds);
     qtest_add_func("/rnic/peer/to-wrap", test_to_wrap);
     qtest_add_func("/rnic/peer/one-shot-twice", test_one_shot_twice);

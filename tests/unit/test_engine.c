@@ -737,6 +737,27 @@ START_TEST(test_fence)
 }
 END_TEST
 
+/* RFC 5040 §5.4 / RFC 7306: the fence waits for prior Atomics too. */
+START_TEST(test_fence_waits_for_atomic)
+{
+    static struct epf_capture cap;
+    uint32_t stag = remote_mr(&B, MISC_OFF, 64, RNIC_ACCESS_REMOTE_ATOMIC,
+                              RNIC_STAG_PERSISTENT);
+    struct rnic_send_wr wr = epf_wr(2, RNIC_WR_SEND, A.lkey, SRC_OFF, 10);
+
+    st_le64(epf_ptr(&B, MISC_OFF), 1000);
+    do_atomic(RNIC_WR_ATOMIC_FETCH_ADD, stag, 5, 0, 1);
+    wr.flags |= RNIC_WR_FENCE;
+    epf_post(&A, &wr);
+    epf_post_recv(&B, 1, MISC_OFF + 16, 32);
+    epf_capture_init(&cap, true, false);
+    epf_capture(&A, &cap);
+    ck_assert_int_eq(count_opcode(&cap, RNIC_RDMAP_ATOMIC_REQ), 1);
+    ck_assert_int_eq(count_opcode(&cap, RNIC_RDMAP_SEND), 0);
+    epf_no_cqe(A.scq);
+}
+END_TEST
+
 START_TEST(test_ird_exceeded)
 {
     struct epf_params pa = { .initiator = true, .max_rd = 4 };
@@ -1400,6 +1421,7 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_zero_length_write_unchecked);
     tcase_add_test(tc, test_ord_limit);
     tcase_add_test(tc, test_fence);
+    tcase_add_test(tc, test_fence_waits_for_atomic);
     tcase_add_test(tc, test_ird_exceeded);
     tcase_add_test(tc, test_flush_once);
     tcase_add_loop_test(tc, test_bad_local_sge, 0, 3);
