@@ -62,6 +62,13 @@ struct rnic_tx_fpdu {
     uint32_t src_stag;          /* RNIC_TX_DONE_READ_RESP */
     bool term;                  /* our Terminate */
     bool bounced;               /* its payload is in ep->bounce */
+    /* the message it belongs to (tx_inval.c fails it when cut) */
+    enum rnic_tx_kind kind;
+    struct rnic_send_wr *msg_wr;    /* RNIC_TX_SQ */
+    /* indices of the STags its payload was resolved through */
+    uint32_t stags[RNIC_MAX_SGE];
+    uint32_t nstags;
+    bool poisoned;              /* an STag went: never to be sent */
     /* ULPDU_LENGTH, then the DDP header and RDMAP body: one iovec */
     uint8_t hdr[RNIC_MPA_HDR_LEN + RNIC_EP_CTL_MAX];
     struct rnic_mem_iov map[RNIC_EP_TX_MAPS];
@@ -117,6 +124,10 @@ struct rnic_ep {
     unsigned cuts;              /* times FPDUs were dropped unsent */
     uint8_t *bounce;            /* payload when it cannot be mapped */
     bool bounce_busy;           /* an FPDU in the ring uses it */
+    /* tx_inval.c: told of every STag that goes */
+    struct rnic_stag_watcher watch;
+    bool tx_poisoned;           /* an FPDU in the ring is poisoned */
+    uint8_t *snap;              /* the rest of a partly sent FPDU */
     uint32_t atomic_tx_id;      /* req_id of the next Atomic Request */
 
     /* RX */
@@ -153,7 +164,23 @@ bool rnic_ep_sending_allowed(const struct rnic_ep *ep);
 /* Frames one more FPDU into the ring; false if there is none to send now. */
 bool rnic_tx_build_next(struct rnic_ep *ep);
 
+/* A WR failed locally: its CQE, our Terminate, QP to ERROR. */
+void rnic_tx_wr_failed(struct rnic_ep *ep, struct rnic_send_wr *wr,
+                       enum rnic_wc_status status);
+
+/* tx_inval.c: no byte of an invalidated STag leaves after it went */
+/* Room for the rest of one FPDU, markers included. */
+#define RNIC_EP_SNAP_MAX    (RNIC_MPA_ULPDU_MAX + 1024)
+void rnic_tx_inval_init(struct rnic_ep *ep);
+void rnic_tx_inval_fini(struct rnic_ep *ep);
+/* Drops the poisoned FPDUs and what follows them; fails their message. */
+void rnic_tx_cut_poisoned(struct rnic_ep *ep);
+
 /* tx_frame.c: the FPDUs in flight */
+/* The @i-th oldest FPDU in the ring (i == ring_count: the next free). */
+struct rnic_tx_fpdu *rnic_tx_fpdu_at(struct rnic_ep *ep, uint32_t i);
+/* Drops the FPDUs from the @keep-th oldest on, unsent. */
+void rnic_tx_drop_from(struct rnic_ep *ep, uint32_t keep);
 void rnic_tx_abandon(struct rnic_ep *ep);
 void rnic_tx_release(struct rnic_ep *ep);
 void rnic_tx_unmap(struct rnic_ep *ep, struct rnic_tx_fpdu *d);

@@ -75,11 +75,13 @@ struct rnic_ep *rnic_ep_new(const struct rnic_ep_params *p)
     ep->rx_buf = malloc(RNIC_MPA_ULPDU_MAX + 4);
     ep->resp = calloc(nresp, sizeof(*ep->resp));
     ep->ring = calloc(RNIC_EP_TX_BATCH_FPDUS, sizeof(*ep->ring));
-    if (!ep->bounce || !ep->rx_buf || !ep->resp || !ep->ring ||
+    ep->snap = malloc(RNIC_EP_SNAP_MAX);
+    if (!ep->bounce || !ep->rx_buf || !ep->resp || !ep->ring || !ep->snap ||
         ep_adopt(ep) < 0) {
         rnic_ep_free(ep);
         return NULL;
     }
+    rnic_tx_inval_init(ep);
     rnic_fpdu_tx_init(&ep->ftx, ep->mpa.crc, ep->mpa.markers_tx);
     rnic_fpdu_rx_init(&ep->frx, ep->mpa.crc, ep->mpa.markers_rx, ep->rx_buf,
                       RNIC_MPA_ULPDU_MAX + 4);
@@ -92,7 +94,11 @@ void rnic_ep_free(struct rnic_ep *ep)
     if (!ep) {
         return;
     }
+    if (ep->watch.gone) {
+        rnic_tx_inval_fini(ep);
+    }
     rnic_tx_release(ep);
+    free(ep->snap);
     free(ep->bounce);
     free(ep->rx_buf);
     free(ep->resp);

@@ -18,7 +18,10 @@
  * anything (no local operation, no bad SGE, no Read Response still to use
  * up its source STag); otherwise it waits until they are sent, as with
  * one FPDU at a time.  A WR completes when the last octet of its last
- * FPDU is advanced past.
+ * FPDU is advanced past.  When an STag that FPDUs framed ahead read
+ * through is invalidated (by any means), those not yet begun are never
+ * sent and their message fails with a Terminate; the one partly sent is
+ * finished from a copy taken at the invalidation (tx_inval.c).
  *
  * RX validates each DDP segment completely before placing any byte of
  * it, in the order of RFC 5041 section 7 / RFC 5040 section 7; on any

@@ -204,6 +204,7 @@ static struct rnic_stag_entry *mr_get(struct rnic_stag_table *t,
 /* Everything but the index goes: windows must be unbound first. */
 static void mr_release(struct rnic_stag_table *t, struct rnic_stag_entry *e)
 {
+    rnic_stag_entry_gone(t, e);
     rnic_stag_unlink_recv(t, e);
     mr_pages_drop(t, e);
     rnic_pd_put(t, e->pd);

@@ -94,6 +94,8 @@ struct rnic_stag_table {
     uint32_t mrs, mws;              /* regions and windows allocated */
     size_t page_list_bytes;
     size_t max_page_list_bytes;     /* 0: no limit */
+
+    struct rnic_stag_watcher *watchers;
 };
 
 /* The allocated entry @stag names (any state but FREE), key checked. */
@@ -102,6 +104,9 @@ struct rnic_stag_entry *rnic_stag_entry_get(const struct rnic_stag_table *t,
 enum rnic_stag_status rnic_stag_index_alloc(struct rnic_stag_table *t,
                                             uint8_t key, uint32_t *index);
 void rnic_stag_index_release(struct rnic_stag_table *t, uint32_t index);
+/* A VALID entry stops being valid: the watchers hear of it. */
+void rnic_stag_entry_gone(struct rnic_stag_table *t,
+                          const struct rnic_stag_entry *e);
 /* Drops the entry's receive link and window binding; state INVALID. */
 void rnic_stag_entry_invalidate(struct rnic_stag_table *t,
                                 struct rnic_stag_entry *e);

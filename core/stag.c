@@ -409,9 +409,42 @@ enum rnic_stag_status rnic_stag_query(const struct rnic_stag_table *t,
 
 /* ---- invalidation ---- */
 
+void rnic_stag_watch(struct rnic_stag_table *t, struct rnic_stag_watcher *w)
+{
+    w->next = t->watchers;
+    t->watchers = w;
+}
+
+void rnic_stag_unwatch(struct rnic_stag_table *t,
+                       struct rnic_stag_watcher *w)
+{
+    struct rnic_stag_watcher **p = &t->watchers;
+
+    while (*p && *p != w) {
+        p = &(*p)->next;
+    }
+    if (*p) {
+        *p = w->next;
+    }
+}
+
+void rnic_stag_entry_gone(struct rnic_stag_table *t,
+                          const struct rnic_stag_entry *e)
+{
+    uint32_t index = (uint32_t)(e - t->entries);
+
+    if (e->state != RNIC_ENTRY_VALID) {
+        return;
+    }
+    for (struct rnic_stag_watcher *w = t->watchers; w; w = w->next) {
+        w->gone(w, index);
+    }
+}
+
 void rnic_stag_entry_invalidate(struct rnic_stag_table *t,
                                 struct rnic_stag_entry *e)
 {
+    rnic_stag_entry_gone(t, e);
     rnic_stag_unlink_recv(t, e);
     if (e->kind != RNIC_STAG_MR && e->state == RNIC_ENTRY_VALID) {
         t->entries[e->u.mw.mr_index].u.mr.windows--;

@@ -318,6 +318,24 @@ void rnic_mem_unmap(const struct rnic_dma *dma, const struct rnic_mem_iov *iov,
 /* ---- invalidation ---- */
 
 /*
+ * Someone holding on to guest memory reached through STags (the
+ * transmitter's FPDUs in flight) hears of every STag that stops being
+ * valid — invalidated by any means, deregistered, re-registered,
+ * unbound, deallocated — before the call that does it returns, so that
+ * after it nothing reads that memory through the old STag.  @index is
+ * the STag's index (rnic_stag_index()).  The callback must not call into
+ * the table.
+ */
+struct rnic_stag_watcher {
+    void (*gone)(struct rnic_stag_watcher *w, uint32_t index);
+    struct rnic_stag_watcher *next;
+};
+
+void rnic_stag_watch(struct rnic_stag_table *t, struct rnic_stag_watcher *w);
+void rnic_stag_unwatch(struct rnic_stag_table *t,
+                       struct rnic_stag_watcher *w);
+
+/*
  * Local Invalidate by the consumer.  Invalidating an STag that is already
  * invalid is a no-op; a region with bound windows gives CANNOT_INVALIDATE.
  */

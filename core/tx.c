@@ -12,7 +12,8 @@
  * completes.
  *
  * This file builds the messages and their segments; tx_frame.c frames
- * them into the ring, hands them out and retires them.
+ * them into the ring, hands them out and retires them; tx_inval.c keeps
+ * an invalidated STag's memory from leaving through FPDUs framed ahead.
  */
 #include <errno.h>
 #include <string.h>
@@ -61,6 +62,10 @@ static enum rnic_stag_status tx_walk(struct rnic_ep *ep, uint32_t off,
         take = min_u32(s->length - off, n);
         st = rnic_stag_resolve(ep->stags, s->stag, ep->pd, ep->qp->qpn,
                                s->to + off, take, m->access, &ref);
+        if (st == RNIC_STAG_OK && g->d->nstags < RNIC_MAX_SGE) {
+            /* what tx_inval.c watches: the FPDU reads through this STag */
+            g->d->stags[g->d->nstags++] = rnic_stag_index(ref.stag);
+        }
         if (st == RNIC_STAG_OK) {
             st = fn(g, &ref);
         }
@@ -118,6 +123,7 @@ static int tx_gather(struct rnic_ep *ep, struct rnic_tx_fpdu *d, uint32_t n,
         return (int)d->nmap;
     }
     rnic_tx_unmap(ep, d);
+    d->nstags = 0;
     *st = RNIC_STAG_OK;
     if (ep->bounce_busy) {
         return 0;
@@ -341,8 +347,8 @@ static enum rnic_wc_status tx_local_op(struct rnic_ep *ep,
 }
 
 /* A WR failed locally: verbs put the QP in ERROR; the peer hears why. */
-static void tx_wr_failed(struct rnic_ep *ep, struct rnic_send_wr *wr,
-                         enum rnic_wc_status status)
+void rnic_tx_wr_failed(struct rnic_ep *ep, struct rnic_send_wr *wr,
+                       enum rnic_wc_status status)
 {
     rnic_qp_sq_done(ep->qp, wr, status);
     rnic_ep_fail(ep, rnic_term_rdmap(RNIC_RDMAP_ETYPE_LOCAL_CATASTROPHIC,
@@ -361,7 +367,7 @@ static bool tx_start_sq(struct rnic_ep *ep)
         if (wr->opcode == RNIC_WR_LOCAL_INV || wr->opcode == RNIC_WR_BIND_MW) {
             status = tx_local_op(ep, wr);
             if (status != RNIC_WC_SUCCESS) {
-                tx_wr_failed(ep, wr, status);
+                rnic_tx_wr_failed(ep, wr, status);
                 return false;
             }
             rnic_qp_sq_done(ep->qp, wr, RNIC_WC_SUCCESS);
@@ -372,7 +378,7 @@ static bool tx_start_sq(struct rnic_ep *ep)
             tx_start_wr(ep, wr);
             return true;
         }
-        tx_wr_failed(ep, wr, rnic_term_local_status(st));
+        rnic_tx_wr_failed(ep, wr, rnic_term_local_status(st));
         return false;
     }
     return false;
@@ -516,7 +522,7 @@ static void tx_payload_failed(struct rnic_ep *ep, enum rnic_stag_status st)
     size_t len;
 
     if (m->kind == RNIC_TX_SQ) {
-        tx_wr_failed(ep, m->wr, rnic_term_local_status(st));
+        rnic_tx_wr_failed(ep, m->wr, rnic_term_local_status(st));
         return;
     }
     len = tx_rebuild_read_req(m, seg);
@@ -568,6 +574,8 @@ static enum tx_build tx_build_segment(struct rnic_ep *ep, bool ahead)
         }
     }
     m->hdr.last = m->off + n == m->len;
+    d->kind = m->kind;
+    d->msg_wr = m->kind == RNIC_TX_SQ ? m->wr : NULL;
     rnic_ddp_hdr_encode(&m->hdr, h);
     memcpy(h + hlen, m->ctl, m->ctl_len);
     ulpdu[0] = (struct iovec) { h, hlen + m->ctl_len };

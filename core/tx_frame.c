@@ -9,10 +9,14 @@
 
 /* ---- the FPDUs in flight ---- */
 
-/* The @i-th oldest FPDU in the ring (i == ring_count: the next free). */
-static struct rnic_tx_fpdu *tx_fpdu(struct rnic_ep *ep, uint32_t i)
+struct rnic_tx_fpdu *rnic_tx_fpdu_at(struct rnic_ep *ep, uint32_t i)
 {
     return &ep->ring[(ep->ring_head + i) % RNIC_EP_TX_BATCH_FPDUS];
+}
+
+static struct rnic_tx_fpdu *tx_fpdu(struct rnic_ep *ep, uint32_t i)
+{
+    return rnic_tx_fpdu_at(ep, i);
 }
 
 void rnic_tx_unmap(struct rnic_ep *ep, struct rnic_tx_fpdu *d)
@@ -29,7 +33,7 @@ void rnic_tx_unmap(struct rnic_ep *ep, struct rnic_tx_fpdu *d)
 
 /* Drops the FPDUs from the @keep-th oldest on, unsent, and rewinds the
  * framer's stream position (markers) to the first of them. */
-static void tx_drop_from(struct rnic_ep *ep, uint32_t keep)
+void rnic_tx_drop_from(struct rnic_ep *ep, uint32_t keep)
 {
     if (keep >= ep->ring_count) {
         return;
@@ -44,7 +48,7 @@ static void tx_drop_from(struct rnic_ep *ep, uint32_t keep)
 void rnic_tx_release(struct rnic_ep *ep)
 {
     if (ep->ring) {
-        tx_drop_from(ep, 0);
+        rnic_tx_drop_from(ep, 0);
     }
 }
 
@@ -63,7 +67,7 @@ void rnic_tx_trim(struct rnic_ep *ep)
     while (keep < ep->ring_count && tx_fpdu(ep, keep)->sent) {
         keep++;
     }
-    tx_drop_from(ep, keep);
+    rnic_tx_drop_from(ep, keep);
 }
 
 /* The FPDUs kept are finished regardless: the peer must see whole FPDUs,
@@ -102,6 +106,10 @@ struct rnic_tx_fpdu *rnic_tx_fpdu_new(struct rnic_ep *ep)
     d->term = false;
     d->bounced = false;
     d->nmap = 0;
+    d->kind = RNIC_TX_IDLE;
+    d->msg_wr = NULL;
+    d->nstags = 0;
+    d->poisoned = false;
     return d;
 }
 
@@ -209,6 +217,9 @@ size_t rnic_ep_tx_peek_fpdus(struct rnic_ep *ep, struct iovec *iov, int max,
 
     if (limit > RNIC_EP_TX_BATCH_FPDUS) {
         limit = RNIC_EP_TX_BATCH_FPDUS;
+    }
+    if (ep->tx_poisoned) {
+        rnic_tx_cut_poisoned(ep);
     }
 restart:
     p = (struct tx_peek) { .iov = iov, .max = max, .fpdus = fpdus };

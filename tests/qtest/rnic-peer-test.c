@@ -713,6 +713,77 @@ static void test_srq_doorbell_ahead(void)
 }
 
 /*
+ * DEREG_MR while an RDMA Write from the region is framed ahead of a full
+ * socket: the guest reuses the memory at once, and the peer, reading
+ * everything the device still sends, never sees a byte of the new
+ * content (a run of 0xab); the Write completes in error.
+ */
+static void test_dereg_during_write(void)
+{
+    enum { LEN = 16 * 1024 * 1024 };
+    struct rnic_cmd_stag d;
+    struct rnic_cq_entry e;
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(7),
+        .opcode = RNIC_WQE_WRITE,
+        .flags = RNIC_WQE_FLAG_SIGNALED,
+        .num_sge = 1,
+        .sge[0] = {
+            .addr = cpu_to_le64(0x7f0000000000ull),
+            .length = cpu_to_le32(LEN),
+        },
+        .remote_stag = cpu_to_le32(0x1234),
+    };
+    uint8_t sink[65536];
+    size_t run = 0, longest = 0, total = 0;
+    uint32_t big_stag;
+    uint64_t big;
+    ssize_t n;
+    Peer p;
+
+    peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536, false);
+    big = guest_alloc(p.t.alloc, LEN);
+    qtest_memset(p.t.qts, big, 0x11, LEN);
+    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
+                                0x44, &big_stag), ==, RNIC_CMD_OK);
+    w.sge[0].stag = cpu_to_le32(big_stag);
+    rnic_post_send(&p.t, &p.qp, &w);
+    for (int i = 0; i < 300; i++) {     /* the socket fills up */
+        g_usleep(1000);
+        rnic_settle(&p.t);
+    }
+    g_assert_false(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    d = (struct rnic_cmd_stag) { .stag = cpu_to_le32(big_stag) };
+    rnic_cmd_ok(&p.t, RNIC_CMD_DEREG_MR, &d, sizeof(d));
+    qtest_memset(p.t.qts, big, 0xab, LEN);
+    /* Read all the device still sends, until it closes. */
+    for (int i = 0; i < 100000; i++) {
+        n = recv(p.fd, sink, sizeof(sink), MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN)) {
+            break;
+        }
+        if (n < 0) {
+            g_usleep(100);
+            rnic_settle(&p.t);
+            continue;
+        }
+        total += n;
+        for (ssize_t k = 0; k < n; k++) {
+            run = sink[k] == 0xab ? run + 1 : 0;
+            longest = MAX(longest, run);
+        }
+    }
+    g_test_message("%zu bytes after DEREG_MR; longest run of 0xab: %zu",
+                   total, longest);
+    g_assert_cmpuint(longest, <, 16);
+    g_assert_cmpuint(total, <, LEN);
+    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 7);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_LOC_PROT_ERR);
+    peer_stop(&p);
+}
+
+/*
  * Backpressure: the peer stops reading, so the device can hand no more to
  * the socket and its RDMA Writes stop completing; nothing is lost, and
  * once the peer reads again, every Write completes.
@@ -1185,6 +1256,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/terminate-received", test_terminate_received);
     qtest_add_func("/rnic/peer/crc", test_crc);
     qtest_add_func("/rnic/peer/backpressure", test_backpressure);
+    qtest_add_func("/rnic/peer/dereg-during-write", test_dereg_during_write);
     qtest_add_func("/rnic/peer/srq-receives", test_srq_receives);
     qtest_add_func("/rnic/peer/srq-doorbell-ahead", test_srq_doorbell_ahead);
     qtest_add_func("/rnic/peer/recv-linked-stag", test_recv_linked_stag);

@@ -758,6 +758,129 @@ START_TEST(test_fence_waits_for_atomic)
 }
 END_TEST
 
+/* ---- no byte of an invalidated STag leaves (tx_inval.c) ---- */
+
+/* Octets the last move_some() saw framed: several FPDUs ahead. */
+static size_t last_peek;
+
+/* Moves at most @limit octets of one batch peek @from -> @to. */
+static size_t move_some(struct epf_side *from, struct epf_side *to,
+                        size_t limit)
+{
+    static uint8_t buf[2 * RNIC_EP_TX_BATCH_BYTES];
+    struct iovec iov[64];
+    size_t got = 0;
+    int cnt;
+
+    last_peek = rnic_ep_tx_peek_batch(from->ep, iov, 64, &cnt,
+                                      RNIC_EP_TX_BATCH_FPDUS);
+    for (int i = 0; i < cnt && got < limit; i++) {
+        size_t take = iov[i].iov_len < limit - got ? iov[i].iov_len
+                                                    : limit - got;
+
+        memcpy(buf + got, iov[i].iov_base, take);
+        got += take;
+    }
+    rnic_ep_rx(to->ep, buf, got);
+    rnic_ep_tx_advance(from->ep, got);
+    return got;
+}
+
+/* Without CRC, so that a leaked byte would be placed, not refused. */
+static void pair_up_no_crc(void)
+{
+    teardown();
+    pair_up(&(struct pair_cfg) { .crc = false, .rtr = RNIC_MPA_RTR_WRITE });
+}
+
+static size_t count_byte(const uint8_t *p, size_t len, uint8_t b)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        n += p[i] == b;
+    }
+    return n;
+}
+
+/*
+ * A 64 KiB RDMA Write is framed ahead, zero copy, and its first FPDU is
+ * partly on the wire when the source region is deregistered and its
+ * memory reused.  The FPDU begun goes out whole with the bytes of before;
+ * nothing framed after it does: the Write fails with LOC_PROT_ERR and the
+ * peer gets a Terminate.  The peer never sees a byte of the new content.
+ */
+START_TEST(test_dereg_cuts_framed_write)
+{
+    const uint32_t len = 65536;
+    uint32_t src, dst;
+    struct rnic_send_wr wr;
+    struct rnic_cqe c;
+
+    pair_up_no_crc();
+    src = epf_mr(&A, SRC_OFF, len, RNIC_ACCESS_LOCAL_READ,
+                 RNIC_STAG_PERSISTENT, false);
+    dst = remote_mr(&B, DST_OFF, len, RNIC_ACCESS_REMOTE_WRITE,
+                    RNIC_STAG_PERSISTENT);
+    wr = epf_wr(1, RNIC_WR_WRITE, src, SRC_OFF, len);
+    memset(epf_ptr(&A, SRC_OFF), 0x11, len);
+    memset(epf_ptr(&B, DST_OFF), 0xee, len);
+    wr.remote_stag = dst;
+    wr.remote_to = epf_addr(DST_OFF);
+    epf_post(&A, &wr);
+    ck_assert_uint_eq(move_some(&A, &B, 100), 100);
+    ck_assert_uint_gt(last_peek, 3 * 1500);         /* framed ahead */
+    ck_assert_int_eq(rnic_mr_deregister(A.stags, src), RNIC_STAG_OK);
+    memset(epf_ptr(&A, SRC_OFF), 0xab, len);        /* the guest reuses it */
+    run();
+    ck_assert_uint_eq(count_byte(epf_ptr(&B, DST_OFF), len, 0xab), 0);
+    ck_assert_uint_gt(count_byte(epf_ptr(&B, DST_OFF), len, 0x11), 0);
+    ck_assert_uint_lt(count_byte(epf_ptr(&B, DST_OFF), len, 0x11), len);
+    c = epf_cqe(A.scq);
+    ck_assert_uint_eq(c.wr_id, 1);
+    ck_assert_int_eq(c.status, RNIC_WC_LOC_PROT_ERR);
+    ck_assert_uint_eq(B.term_received, 1);
+    ck_assert_int_eq(A.qp->state, RNIC_QP_ERROR);
+}
+END_TEST
+
+/*
+ * The same for a Read Response: the responder invalidates the source
+ * STag while its response is framed ahead; the requester gets no byte
+ * written after that, and a Terminate instead of the rest.
+ */
+START_TEST(test_invalidate_cuts_read_response)
+{
+    const uint32_t len = 65536;
+    struct rnic_cqe c;
+    uint32_t stag;
+    uint8_t *sink;
+
+    pair_up_no_crc();
+    sink = epf_ptr(&A, DST_OFF + 4096);
+    stag = remote_mr(&B, SRC_OFF, len, RNIC_ACCESS_REMOTE_READ,
+                     RNIC_STAG_PERSISTENT);
+    memset(epf_ptr(&B, SRC_OFF), 0x22, len);
+    memset(sink, 0xee, len);
+    post_read(stag, 1, len, 0);
+    while (move_some(&A, &B, SIZE_MAX)) {
+        continue;                       /* the Read Request to B */
+    }
+    ck_assert_uint_eq(move_some(&B, &A, 100), 100);
+    ck_assert_uint_gt(last_peek, 3 * 1500);
+    ck_assert_int_eq(rnic_stag_invalidate_local(B.stags, stag, B.pd),
+                     RNIC_STAG_OK);
+    memset(epf_ptr(&B, SRC_OFF), 0xab, len);
+    run();
+    ck_assert_uint_eq(count_byte(sink, len, 0xab), 0);
+    ck_assert_uint_gt(count_byte(sink, len, 0x22), 0);
+    c = epf_cqe(A.scq);
+    ck_assert_uint_eq(c.wr_id, 1);
+    ck_assert_int_ne(c.status, RNIC_WC_SUCCESS);
+    ck_assert_uint_eq(A.term_received, 1);
+}
+END_TEST
+
 START_TEST(test_ird_exceeded)
 {
     struct epf_params pa = { .initiator = true, .max_rd = 4 };
@@ -1422,6 +1545,8 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_ord_limit);
     tcase_add_test(tc, test_fence);
     tcase_add_test(tc, test_fence_waits_for_atomic);
+    tcase_add_test(tc, test_dereg_cuts_framed_write);
+    tcase_add_test(tc, test_invalidate_cuts_read_response);
     tcase_add_test(tc, test_ird_exceeded);
     tcase_add_test(tc, test_flush_once);
     tcase_add_loop_test(tc, test_bad_local_sge, 0, 3);
