@@ -204,7 +204,7 @@ static void test_pdata_limit(void)
     RnicTestQp qp;
     RnicTest t;
 
-    rnic_test_start(&t, NULL);
+    rnic_test_start(&t, ",peer-allow=127.0.0.1:9");
     rnic_test_enable(&t);
     attr_addr = guest_alloc(t.alloc, sizeof(attr));
     q = (struct rnic_cmd_query_device) { .attr_addr = cpu_to_le64(attr_addr) };

@@ -360,7 +360,7 @@ static void test_unlisten_resets_pending(void)
     Peer p;
 
     memset(&p, 0, sizeof(p));
-    rnic_test_start(&p.t, ",id=dev");
+    rnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
     rnic_test_enable(&p.t);
     pdn = rnic_create_pd(&p.t);
     cqn = rnic_create_cq(&p.t, CQ_LOG, 1, &ring);
