@@ -131,13 +131,20 @@ static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp, uint64_t addr,
     return rnic_post_recv_hw(s, &w, qp, NULL, queued);
 }
 
+/* Work requests one queue gives one run of the bottom half, at most. */
+#define RNIC_WQ_FETCH_BUDGET 256
+/* ... and all queues together: the rest goes on in the next run. */
+#define RNIC_WQ_RUN_BUDGET 1024
+
 /*
  * Takes a QP's new entries up to the last doorbell, in ring order, at
- * most @budget of them; true when some are left for the next run.
+ * most RNIC_WQ_FETCH_BUDGET and *@left of them (counted off *@left);
+ * true when some are left for the next run.
  */
 static bool rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv,
-                          uint32_t budget)
+                          uint32_t *left)
 {
+    uint32_t budget = MIN(*left, RNIC_WQ_FETCH_BUDGET);
     uint16_t *fetched = recv ? &qp->rq_fetched : &qp->sq_fetched;
     uint16_t prod = recv ? qp->rq_prod : qp->sq_prod;
     uint32_t mask = (1u << (recv ? qp->rq_log : qp->sq_log)) - 1;
@@ -157,14 +164,16 @@ static bool rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv,
             rnic_wq_reject(s, qp, recv ? qp->rcq : qp->scq, wr_id, recv,
                            queued);
         }
+        (*left)--;
     }
     return *fetched != prod;
 }
 
 /* As rnic_wq_fetch() for an SRQ. */
-static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t budget)
+static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t *left)
 {
     uint32_t n = 1u << srq->log_size;
+    uint32_t budget = MIN(*left, RNIC_WQ_FETCH_BUDGET);
 
     while (srq->fetched != srq->prod && budget--) {
         uint64_t addr = srq->ring + (uint64_t)(srq->fetched & (n - 1)) *
@@ -180,6 +189,7 @@ static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t budget)
                           "dropped\n", srq->srqn, srq->fetched);
         }
         srq->fetched++;
+        (*left)--;
     }
     return srq->fetched != srq->prod;
 }
@@ -201,16 +211,14 @@ static void rnic_qp_kick(RnicState *s, RnicQp *qp)
 }
 
 /*
- * Work requests taken per queue per run of the bottom half: what is left
- * goes on in the next run, after QEMU's main loop had its turn.
+ * Takes work requests from the queues kicked so far, within the budgets
+ * above; what is left goes on in the next run, after QEMU's main loop
+ * had its turn.
  */
-#define RNIC_WQ_FETCH_BUDGET 256
-
 void rnic_wq_run(void *opaque)
 {
     RnicState *s = opaque;
-    uint32_t nsrq = 0, nqp = 0;
-    bool again = false;
+    uint32_t nsrq = 0, nqp = 0, left = RNIC_WQ_RUN_BUDGET;
     RnicSrq *srq;
     RnicQp *qp;
 
@@ -224,27 +232,26 @@ void rnic_wq_run(void *opaque)
     QTAILQ_FOREACH(qp, &s->kicked, kick_link) {
         nqp++;
     }
-    while (nsrq-- && (srq = QTAILQ_FIRST(&s->kicked_srqs))) {
+    while (nsrq-- && left && (srq = QTAILQ_FIRST(&s->kicked_srqs))) {
         QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
         srq->kicked = false;
-        if (rnic_wq_fetch_srq(s, srq, RNIC_WQ_FETCH_BUDGET)) {
+        if (rnic_wq_fetch_srq(s, srq, &left)) {
             rnic_srq_kick(s, srq);
-            again = true;
         }
     }
-    while (nqp-- && (qp = QTAILQ_FIRST(&s->kicked))) {
+    while (nqp-- && left && (qp = QTAILQ_FIRST(&s->kicked))) {
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
         qp->kicked = false;
-        if (rnic_wq_fetch(s, qp, true, RNIC_WQ_FETCH_BUDGET) |
-            rnic_wq_fetch(s, qp, false, RNIC_WQ_FETCH_BUDGET)) {
+        if (rnic_wq_fetch(s, qp, true, &left) |
+            rnic_wq_fetch(s, qp, false, &left)) {
             rnic_qp_kick(s, qp);
-            again = true;
         }
         if (qp->conn) {
             rnic_conn_run(qp->conn);
         }
     }
-    if (again) {
+    /* Queues with work left, or not served at all, go on next run. */
+    if (!QTAILQ_EMPTY(&s->kicked_srqs) || !QTAILQ_EMPTY(&s->kicked)) {
         qemu_bh_schedule(s->wq_bh);
     }
     /* CQs that changed are delivered as this callback ends (rnic-cq.c). */

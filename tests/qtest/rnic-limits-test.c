@@ -191,6 +191,63 @@ static void test_cmdq_yields(void)
 }
 
 /*
+ * A guest rings send doorbells for 8 full rings of 32768 entries: the
+ * work-queue bottom half takes them a budget at a time, so the monitor
+ * and the command queue are served while most are still waiting.  Only
+ * the order is asserted (QUERY_QP after query-status sees a ring not yet
+ * fully taken); the time is printed.
+ */
+static void test_wq_yields(void)
+{
+    enum { NQP = 8, LOG = 15 };
+    struct rnic_cmd_create_qp c;
+    struct rnic_cmd_query_qp q;
+    struct rnic_cmd cmd;
+    uint32_t pdn, cqn, qpn[NQP], cons;
+    uint64_t cq_ring;
+    gint64 t0, dt;
+    QDict *resp;
+    RnicTest t;
+
+    rnic_test_start(&t, ",max-qp-wrs=32768");
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    cqn = rnic_create_cq(&t, 3, 1, &cq_ring);
+    for (int i = 0; i < NQP; i++) {
+        c = (struct rnic_cmd_create_qp) {
+            .pdn = cpu_to_le32(pdn),
+            .send_cqn = cpu_to_le32(cqn),
+            .recv_cqn = cpu_to_le32(cqn),
+            .srqn = cpu_to_le32(RNIC_NO_SRQ),
+            /* zeroed entries: each a Send of nothing, still fetched */
+            .sq_addr = cpu_to_le64(guest_alloc(t.alloc,
+                                               RNIC_SQ_WQE_SIZE << LOG)),
+            .rq_addr = cpu_to_le64(guest_alloc(t.alloc, 4096)),
+            .sq_log_size = LOG,
+            .rq_log_size = 1,
+        };
+        cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &c, sizeof(c));
+        qpn[i] = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+    }
+    for (int i = 0; i < NQP; i++) {
+        rnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qpn[i], 1u << LOG));
+    }
+    t0 = g_get_monotonic_time();
+    resp = qtest_qmp(t.qts, "{'execute': 'query-status'}");
+    dt = g_get_monotonic_time() - t0;
+    g_assert_true(qdict_haskey(resp, "return"));
+    qobject_unref(resp);
+    q = (struct rnic_cmd_query_qp) { .qpn = cpu_to_le32(qpn[NQP - 1]) };
+    cmd = rnic_cmd_ok(&t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
+    cons = le32_to_cpu(((struct rnic_cmd_query_qp *)cmd.u.raw)->sq_cons);
+    g_test_message("query-status answered in %" PRId64 " us while %u send "
+                   "queue entries were rung; the last QP's ring then had "
+                   "%u of %u taken", dt, NQP << LOG, cons, 1u << LOG);
+    g_assert_cmpuint(cons, <, 1u << LOG);
+    rnic_test_stop(&t);
+}
+
+/*
  * The private-data limit QUERY_DEVICE reports is the one CONNECT honours:
  * exactly max_pdata octets go, one more is refused.
  */
@@ -240,6 +297,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/limits/page-list-cap", test_page_list_cap);
     qtest_add_func("/rnic/limits/realize-ranges", test_realize_ranges);
     qtest_add_func("/rnic/limits/cmdq-yields", test_cmdq_yields);
+    qtest_add_func("/rnic/limits/wq-yields", test_wq_yields);
     qtest_add_func("/rnic/limits/pdata", test_pdata_limit);
     return g_test_run();
 }
