@@ -127,28 +127,29 @@ static void rnic_cmdq_fatal(RnicState *s, uint64_t addr)
 }
 
 /*
- * One command: fetch, execute, write back.  False when the queue stopped
- * (a descriptor not readable or its result not writable).
+ * One command of ring @r (a copy of the queue's geometry, read once):
+ * fetch, execute, write back.  False when the queue stopped (a descriptor
+ * not readable or its result not writable).
  */
-static bool rnic_cmdq_one(RnicState *s, uint32_t log_size, bool *irq)
+static bool rnic_cmdq_one(RnicState *s, const RnicRing *r, bool *irq)
 {
-    uint64_t addr = s->cmdq.base + (uint64_t)(s->cmdq.cons &
-                    ((1u << log_size) - 1)) * RNIC_CMD_SIZE;
+    uint32_t index = s->cmdq.cons;
     struct rnic_cmd cmd;
     uint16_t status;
 
-    if (rnic_pci_read(s, addr, &cmd, sizeof(cmd))) {
-        rnic_cmdq_fatal(s, addr);
+    if (rnic_ring_read(s, r, index, &cmd)) {
+        rnic_cmdq_fatal(s, rnic_ring_addr(r, index));
         return false;
     }
     status = rnic_cmd_execute(s, &cmd);
-    trace_rnic_cmd(s->cmdq.cons, rnic_cmd_name(cmd.opcode), cmd.opcode,
-                   status);
+    trace_rnic_cmd(index, rnic_cmd_name(cmd.opcode), cmd.opcode, status);
     cmd.status = cpu_to_le16(status);
     /* Outputs first, status last: the driver polls the status. */
-    if (rnic_pci_write(s, addr + 8, cmd.u.raw, sizeof(cmd.u.raw)) ||
-        rnic_pci_write(s, addr + 2, &cmd.status, sizeof(cmd.status))) {
-        rnic_cmdq_fatal(s, addr);
+    if (rnic_pci_write(s, rnic_ring_addr(r, index) + 8, cmd.u.raw,
+                       sizeof(cmd.u.raw)) ||
+        rnic_pci_write(s, rnic_ring_addr(r, index) + 2, &cmd.status,
+                       sizeof(cmd.status))) {
+        rnic_cmdq_fatal(s, rnic_ring_addr(r, index));
         return false;
     }
     s->cmdq.cons++;
@@ -165,7 +166,7 @@ static bool rnic_cmdq_one(RnicState *s, uint32_t log_size, bool *irq)
 void rnic_cmdq_run(void *opaque)
 {
     RnicState *s = opaque;
-    uint32_t log_size = s->cmdq.log_size;   /* fixed while READY */
+    RnicRing r = s->cmdq;   /* geometry fixed while READY: read once */
     uint32_t n = 0;
     bool irq = false;
 
@@ -173,7 +174,7 @@ void rnic_cmdq_run(void *opaque)
         (s->status & RNIC_STATUS_FATAL)) {
         return;     /* disabled since the doorbell: the ring is not ours */
     }
-    if (s->cmdq.prod - s->cmdq.cons > (1u << log_size)) {
+    if (rnic_ring_used(&r) > rnic_ring_entries(&r)) {
         qemu_log_mask(LOG_GUEST_ERROR, "rnic: command producer index %u is "
                       "more than a ring ahead of %u; ignored\n",
                       s->cmdq.prod, s->cmdq.cons);
@@ -185,7 +186,7 @@ void rnic_cmdq_run(void *opaque)
            s->cmdq_cost < RNIC_CMDQ_BUDGET_BYTES &&
            (s->status & RNIC_STATUS_READY) &&
            !(s->status & RNIC_STATUS_FATAL)) {
-        if (!rnic_cmdq_one(s, log_size, &irq)) {
+        if (!rnic_cmdq_one(s, &r, &irq)) {
             break;
         }
     }

@@ -22,26 +22,25 @@
  */
 void rnic_cq_deliver(RnicState *s, RnicCq *cq)
 {
-    uint32_t n = 1u << cq->log_size;
+    RnicRing *r = &cq->ring;
     struct rnic_cqe c;
 
-    while ((uint16_t)(cq->prod - cq->cons) < n &&
+    while (rnic_ring_used(r) < rnic_ring_entries(r) &&
            rnic_cq_poll(cq->core, &c, 1)) {
         struct rnic_cq_entry e;
-        uint64_t addr = cq->ring + (uint64_t)(cq->prod & (n - 1)) *
-                        RNIC_CQE_SIZE;
 
-        rnic_abi_cqe(&c, ((cq->prod >> cq->log_size) & 1) ^ 1, &e);
-        if (rnic_pci_write(s, addr, &e, sizeof(e))) {
+        rnic_abi_cqe(&c, rnic_ring_phase(r, r->prod), &e);
+        if (rnic_ring_write(s, r, r->prod, &e, sizeof(e))) {
             qemu_log_mask(LOG_GUEST_ERROR, "rnic: CQ %u ring at 0x%" PRIx64
                           " not writable; completion of wr_id 0x%" PRIx64
-                          " lost\n", cq->cqn, addr, c.wr_id);
+                          " lost\n", cq->cqn, rnic_ring_addr(r, r->prod),
+                          c.wr_id);
             continue;
         }
         trace_rnic_cqe(cq->cqn, c.qpn, rnic_wc_status_str(c.status),
                        rnic_wc_opcode_str(c.opcode), c.byte_len);
         s->stats.cqe[e.status & 15]++;
-        cq->prod++;
+        r->prod++;
     }
     if (rnic_cq_overflowed(cq->core) && !cq->overflow_reported) {
         cq->overflow_reported = true;

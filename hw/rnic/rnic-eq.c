@@ -23,8 +23,7 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
         .arg1 = cpu_to_le32(arg1),
         .timestamp_ns = cpu_to_le64(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)),
     };
-    uint32_t log_size, n;
-    uint64_t addr;
+    RnicRing r;
 
     trace_rnic_event(type < ARRAY_SIZE(rnic_event_names) &&
                      rnic_event_names[type] ? rnic_event_names[type] : "?",
@@ -32,25 +31,24 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
     /*
      * The ring's geometry is the guest's to change while the device is
      * disabled: only a READY device's (validated at enable) is used, and
-     * read once.
+     * read once (a copy).
      */
     if (!(s->status & RNIC_STATUS_READY)) {
         return;
     }
-    log_size = eq->log_size;
-    n = 1u << log_size;
-    ev.phase = ((eq->prod >> log_size) & 1) ^ 1;
-    if (eq->prod - eq->cons >= n) {
+    r = *eq;
+    ev.phase = rnic_ring_phase(&r, r.prod);
+    if (rnic_ring_used(&r) >= rnic_ring_entries(&r)) {
         /* The driver has not consumed: keep what it has not read yet. */
         s->status |= RNIC_STATUS_EQ_OVERFLOW;
         s->eq_dropped++;
         trace_rnic_err_eq_overflow(type, id);
         return;
     }
-    addr = eq->base + (uint64_t)(eq->prod & (n - 1)) * RNIC_EVENT_SIZE;
-    if (rnic_pci_write(s, addr, &ev, sizeof(ev))) {
+    if (rnic_ring_write(s, &r, r.prod, &ev, sizeof(ev))) {
         qemu_log_mask(LOG_GUEST_ERROR, "rnic: event ring at 0x%" PRIx64
-                      " is not writable by DMA; event dropped\n", addr);
+                      " is not writable by DMA; event dropped\n",
+                      rnic_ring_addr(&r, r.prod));
         s->eq_dropped++;
         return;
     }

@@ -37,8 +37,8 @@ void rnic_soft_reset(RnicState *s)
     s->scratch = 0;
     s->status = 0;
     s->control = 0;
-    s->cmdq = (RnicRing) { 0 };
-    s->eq = (RnicRing) { 0 };
+    rnic_ring_init(&s->cmdq, 0, 0, RNIC_CMD_SIZE);
+    rnic_ring_init(&s->eq, 0, 0, RNIC_EVENT_SIZE);
     s->eq_dropped = 0;
     trace_rnic_reset();
 }

@@ -8,20 +8,12 @@
 #include "rnic.h"
 #include "trace.h"
 
-#define RNIC_RING_LOG_MIN 1
-#define RNIC_RING_LOG_MAX 12
 
 static void rnic_guest_error(uint64_t addr, uint64_t val, const char *why)
 {
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: register 0x%03" PRIx64
                   " value 0x%" PRIx64 ": %s\n", addr, val, why);
     trace_rnic_err_reg(addr, val, why);
-}
-
-static bool rnic_ring_valid(const RnicRing *r)
-{
-    return r->base && !(r->base & 0xfff) &&
-           r->log_size >= RNIC_RING_LOG_MIN && r->log_size <= RNIC_RING_LOG_MAX;
 }
 
 static void rnic_set_control(RnicState *s, uint32_t val)
@@ -35,12 +27,15 @@ static void rnic_set_control(RnicState *s, uint32_t val)
         s->status &= ~RNIC_STATUS_READY;
         return;
     }
-    if (!rnic_ring_valid(&s->cmdq) || !rnic_ring_valid(&s->eq)) {
+    if (!rnic_ring_ok(s->cmdq.base, s->cmdq.log_size, RNIC_ADMIN_LOG_MAX) ||
+        !rnic_ring_ok(s->eq.base, s->eq.log_size, RNIC_ADMIN_LOG_MAX)) {
         rnic_guest_error(RNIC_REG_CONTROL, val,
                          "enable refused: command or event ring base/size "
                          "invalid (4 KiB aligned, log size 1..12)");
         return;
     }
+    s->cmdq.entry_size = RNIC_CMD_SIZE;
+    s->eq.entry_size = RNIC_EVENT_SIZE;
     s->control = RNIC_CONTROL_ENABLE;
     s->status |= RNIC_STATUS_READY;
     trace_rnic_enable(s->cmdq.base, s->cmdq.log_size, s->eq.base,

@@ -253,10 +253,11 @@ static void rnic_cq_notify(void *opaque, struct rnic_cq *core)
     cq->irq_pending = true;
 }
 
-static bool rnic_ring_ok(uint64_t base, uint32_t log_size, uint32_t max)
+/* A CQ or work queue ring of at most @max entries (a max-* property). */
+static bool rnic_wq_ring_ok(uint64_t base, uint32_t log_size, uint32_t max)
 {
-    return base && !(base & 0xfff) && log_size >= 1 &&
-           log_size <= RNIC_WQ_LOG_MAX && (1u << log_size) <= max;
+    return rnic_ring_ok(base, log_size, RNIC_WQ_LOG_MAX) &&
+           (1u << log_size) <= max;
 }
 
 uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
@@ -266,7 +267,7 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     uint32_t i;
     RnicCq *cq;
 
-    if (!rnic_ring_ok(ring, p->log_size, s->limits.max_cqe) ||
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_cqe) ||
         p->msix_vector == RNIC_MSIX_VEC_ADMIN ||
         p->msix_vector >= RNIC_MSIX_VECTORS) {
         return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
@@ -281,8 +282,7 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     }
     cq = g_new0(RnicCq, 1);
     cq->cqn = i + 1;
-    cq->ring = ring;
-    cq->log_size = p->log_size;
+    rnic_ring_init(&cq->ring, ring, p->log_size, RNIC_CQE_SIZE);
     cq->vector = p->msix_vector;
     cq->s = s;
     cq->core = rnic_cq_new(1u << p->log_size, rnic_cq_notify, cq);
@@ -328,7 +328,7 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     RnicSrq *srq;
     uint32_t i;
 
-    if (!rnic_ring_ok(ring, p->log_size, s->limits.max_qp_wr)) {
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_qp_wr)) {
         return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
                              "ring address or size out of range");
     }
@@ -345,8 +345,7 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     srq = g_new0(RnicSrq, 1);
     srq->srqn = i + 1;
     srq->pdn = pdn;
-    srq->ring = ring;
-    srq->log_size = p->log_size;
+    rnic_ring_init(&srq->ring, ring, p->log_size, RNIC_RQ_WQE_SIZE);
     srq->core = rnic_srq_new(srq->srqn, 1u << p->log_size, RNIC_WQE_MAX_SGE);
     s->srqs[i] = srq;
     p->srqn = cpu_to_le32(srq->srqn);
@@ -396,10 +395,10 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_create_qp *p,
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
                              "no such CQ or SRQ");
     }
-    if (!rnic_ring_ok(le64_to_cpu(p->sq_addr), p->sq_log_size,
-                      s->limits.max_qp_wr) ||
-        (!*srq && !rnic_ring_ok(le64_to_cpu(p->rq_addr), p->rq_log_size,
-                                s->limits.max_qp_wr))) {
+    if (!rnic_wq_ring_ok(le64_to_cpu(p->sq_addr), p->sq_log_size,
+                         s->limits.max_qp_wr) ||
+        (!*srq && !rnic_wq_ring_ok(le64_to_cpu(p->rq_addr), p->rq_log_size,
+                                   s->limits.max_qp_wr))) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
                              "queue address or size out of range");
     }
@@ -454,10 +453,10 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
     qp->scq = scq;
     qp->rcq = rcq;
     qp->srq = srq;
-    qp->sq_ring = le64_to_cpu(p->sq_addr);
-    qp->rq_ring = le64_to_cpu(p->rq_addr);
-    qp->sq_log = p->sq_log_size;
-    qp->rq_log = p->rq_log_size;
+    rnic_ring_init(&qp->sq, le64_to_cpu(p->sq_addr), p->sq_log_size,
+                   RNIC_SQ_WQE_SIZE);
+    rnic_ring_init(&qp->rq, le64_to_cpu(p->rq_addr), p->rq_log_size,
+                   RNIC_RQ_WQE_SIZE);
     p->qpn = cpu_to_le32(qp->qpn);
     return RNIC_CMD_OK;
 }
@@ -536,8 +535,9 @@ uint16_t rnic_cmd_query_qp(RnicState *s, struct rnic_cmd *cmd)
     p->state = qp->core->state;     /* same numbering as the ABI */
     p->ird = cpu_to_le16(qp->core->ird);
     p->ord = cpu_to_le16(qp->core->ord);
-    p->sq_cons = cpu_to_le32(qp->sq_fetched);
-    p->rq_cons = cpu_to_le32(qp->rq_fetched);
+    /* as the 16-bit indices of the doorbells */
+    p->sq_cons = cpu_to_le32((uint16_t)qp->sq.cons);
+    p->rq_cons = cpu_to_le32((uint16_t)qp->rq.cons);
     p->term_received = qp->term;
     p->term_layer_etype = qp->term_layer << 4 | (qp->term_etype & 0xf);
     p->term_ecode = qp->term_ecode;

@@ -96,7 +96,7 @@ static const char *rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
 }
 
 /* One send queue entry to the core: NULL, or why it was refused. */
-static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp, uint64_t addr,
+static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp,
                                      uint64_t *wr_id, bool *queued)
 {
     struct rnic_sq_wqe w;
@@ -104,8 +104,9 @@ static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp, uint64_t addr,
     const char *why;
     int ret;
 
+    QEMU_BUILD_BUG_ON(sizeof(w) != RNIC_SQ_WQE_SIZE);
     *queued = false;
-    if (rnic_pci_read(s, addr, &w, sizeof(w))) {
+    if (rnic_ring_read(s, &qp->sq, qp->sq.cons, &w)) {
         return "entry not readable by DMA";
     }
     why = rnic_abi_send_wr(&w, &wr);
@@ -118,13 +119,14 @@ static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp, uint64_t addr,
 }
 
 /* One receive queue entry to the core: NULL, or why it was refused. */
-static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp, uint64_t addr,
+static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp,
                                      uint64_t *wr_id, bool *queued)
 {
     struct rnic_rq_wqe w;
 
+    QEMU_BUILD_BUG_ON(sizeof(w) != RNIC_RQ_WQE_SIZE);
     *queued = false;
-    if (rnic_pci_read(s, addr, &w, sizeof(w))) {
+    if (rnic_ring_read(s, &qp->rq, qp->rq.cons, &w)) {
         return "entry not readable by DMA";
     }
     *wr_id = le64_to_cpu(w.wr_id);
@@ -145,53 +147,44 @@ static bool rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv,
                           uint32_t *left)
 {
     uint32_t budget = MIN(*left, RNIC_WQ_FETCH_BUDGET);
-    uint16_t *fetched = recv ? &qp->rq_fetched : &qp->sq_fetched;
-    uint16_t prod = recv ? qp->rq_prod : qp->sq_prod;
-    uint32_t mask = (1u << (recv ? qp->rq_log : qp->sq_log)) - 1;
-    uint64_t ring = recv ? qp->rq_ring : qp->sq_ring;
+    RnicRing *r = recv ? &qp->rq : &qp->sq;
 
-    for (; *fetched != prod && budget; (*fetched)++, budget--) {
-        uint64_t addr = ring + (uint64_t)(*fetched & mask) *
-                        (recv ? RNIC_RQ_WQE_SIZE : RNIC_SQ_WQE_SIZE);
+    for (; r->cons != r->prod && budget; r->cons++, budget--) {
         uint64_t wr_id = 0;
         bool queued;
-        const char *why =
-            recv ? rnic_wq_take_recv(s, qp, addr, &wr_id, &queued)
-                 : rnic_wq_take_send(s, qp, addr, &wr_id, &queued);
+        const char *why = recv ? rnic_wq_take_recv(s, qp, &wr_id, &queued)
+                               : rnic_wq_take_send(s, qp, &wr_id, &queued);
 
         if (why) {
-            rnic_wq_guest_error(s, qp, recv ? "RQ" : "SQ", *fetched, why);
+            rnic_wq_guest_error(s, qp, recv ? "RQ" : "SQ", r->cons, why);
             rnic_wq_reject(s, qp, recv ? qp->rcq : qp->scq, wr_id, recv,
                            queued);
         }
         (*left)--;
     }
-    return *fetched != prod;
+    return r->cons != r->prod;
 }
 
 /* As rnic_wq_fetch() for an SRQ. */
 static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t *left)
 {
-    uint32_t n = 1u << srq->log_size;
     uint32_t budget = MIN(*left, RNIC_WQ_FETCH_BUDGET);
+    RnicRing *r = &srq->ring;
 
-    while (srq->fetched != srq->prod && budget--) {
-        uint64_t addr = srq->ring + (uint64_t)(srq->fetched & (n - 1)) *
-                        RNIC_RQ_WQE_SIZE;
+    for (; r->cons != r->prod && budget; r->cons++, budget--) {
         struct rnic_rq_wqe w;
         bool queued;
 
         /* An SRQ belongs to no QP: a bad entry is dropped and logged. */
-        if (rnic_pci_read(s, addr, &w, sizeof(w)) ||
+        if (rnic_ring_read(s, r, r->cons, &w) ||
             rnic_post_recv_hw(s, &w, NULL, srq, &queued)) {
             qemu_log_mask(LOG_GUEST_ERROR, "rnic: SRQ %u entry %u not "
                           "accepted (unreadable, bad SGEs or queue full); "
-                          "dropped\n", srq->srqn, srq->fetched);
+                          "dropped\n", srq->srqn, r->cons);
         }
-        srq->fetched++;
         (*left)--;
     }
-    return srq->fetched != srq->prod;
+    return r->cons != r->prod;
 }
 
 static void rnic_srq_kick(RnicState *s, RnicSrq *srq)
@@ -281,13 +274,11 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             rnic_db_error(reg, val, qp ? "QP uses an SRQ" : "no such QP");
             return;
         }
-        if ((uint16_t)(idx - (reg == RNIC_REG_DB_SQ ? qp->sq_fetched :
-                              qp->rq_fetched)) >
-            1u << (reg == RNIC_REG_DB_SQ ? qp->sq_log : qp->rq_log)) {
+        if (!rnic_ring_db_prod(reg == RNIC_REG_DB_SQ ? &qp->sq : &qp->rq,
+                               idx)) {
             rnic_db_error(reg, val, "producer more than a ring ahead");
             return;
         }
-        *(reg == RNIC_REG_DB_SQ ? &qp->sq_prod : &qp->rq_prod) = idx;
         rnic_qp_kick(s, qp);
         qemu_bh_schedule(s->wq_bh);
         return;
@@ -297,11 +288,10 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             rnic_db_error(reg, val, "no such SRQ");
             return;
         }
-        if ((uint16_t)(idx - srq->fetched) > 1u << srq->log_size) {
+        if (!rnic_ring_db_prod(&srq->ring, idx)) {
             rnic_db_error(reg, val, "producer more than a ring ahead");
             return;
         }
-        srq->prod = idx;
         rnic_srq_kick(s, srq);
         qemu_bh_schedule(s->wq_bh);
         return;
@@ -313,7 +303,7 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             return;
         }
         if (reg == RNIC_REG_DB_CQ) {
-            cq->cons = idx;
+            rnic_ring_db_cons(&cq->ring, idx);
         } else if (val & RNIC_DB_ARM_NEXT) {
             rnic_cq_arm(cq->core, RNIC_CQ_ARM_NEXT);
         } else if (val & RNIC_DB_ARM_SOLICITED) {

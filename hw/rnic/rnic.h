@@ -9,7 +9,8 @@
  * state, freeing); rnic-dp.c is its data-path pump and rnic-fault.c the
  * filter the pump consults.  Leaves, which call nothing above them:
  * rnic-tables.c (handle lookups), rnic-cq.c (completions to the guest),
- * rnic-eq.c (events), rnic-bus.c (DMA and interrupts), rnic-stats.c.
+ * rnic-eq.c (events), rnic-bus.c (DMA and interrupts), rnic-ring.c
+ * (every guest ring: one type, one validator), rnic-stats.c.
  */
 #ifndef HW_RNIC_H
 #define HW_RNIC_H
@@ -47,13 +48,26 @@ typedef struct RnicStats {
     GUINT_TO_POINTER((uint32_t)(sent) << 24 | (layer) << 16 | \
                      (etype) << 8 | (ecode))
 
-/* A ring in guest memory described by base/log-size registers. */
+/*
+ * A ring in guest memory, the one type of every guest ring (rnic-ring.c):
+ * the command and event queues, CQs, SQs, RQs and SRQs.
+ */
 typedef struct RnicRing {
-    uint64_t base;
-    uint32_t log_size;
+    uint64_t base;          /* 4 KiB aligned */
+    uint32_t log_size;      /* 2^log_size entries */
+    uint32_t entry_size;    /* bytes */
     uint32_t prod;          /* free-running */
     uint32_t cons;          /* free-running */
 } RnicRing;
+
+/*
+ * Ring sizes (log2 entries): the command and event queues at most 2^12
+ * (ABI), CQs and work queues 2^15 (their doorbell indices are 16 bits,
+ * and a ring of 65536 could not tell full from empty).
+ */
+#define RNIC_RING_LOG_MIN   1
+#define RNIC_ADMIN_LOG_MAX  12
+#define RNIC_WQ_LOG_MAX     15
 
 typedef struct RnicLimits {
     uint32_t max_pd;
@@ -69,21 +83,12 @@ typedef struct RnicLimits {
     uint64_t max_page_list_bytes;   /* heap for non-contiguous MRs */
 } RnicLimits;
 
-/*
- * Largest CQ, SQ, RQ and SRQ ring (log2 entries): their indices are 16
- * bits, and a ring of 65536 could not tell full from empty.
- */
-#define RNIC_WQ_LOG_MAX 15
-
 /* A completion queue: the core's staging ring plus the guest's ring. */
 typedef struct RnicCq {
     RnicState *s;
     struct rnic_cq *core;
     uint32_t cqn;
-    uint64_t ring;
-    uint32_t log_size;
-    uint32_t prod;          /* entries written to the guest ring */
-    uint16_t cons;          /* the driver's consumer index (DB_CQ) */
+    RnicRing ring;          /* prod: entries written; cons: DB_CQ */
     uint8_t vector;
     bool irq_pending;       /* the core's arm fired: signal after writing */
     bool overflow_reported;
@@ -95,10 +100,7 @@ typedef struct RnicSrq {
     struct rnic_srq *core;
     uint32_t srqn;
     uint32_t pdn;
-    uint64_t ring;
-    uint32_t log_size;
-    uint16_t fetched;       /* WQEs taken from the guest ring */
-    uint16_t prod;          /* the last doorbell */
+    RnicRing ring;          /* cons: WQEs taken; prod: the last doorbell */
     bool kicked;            /* on RnicState.kicked_srqs */
     QTAILQ_ENTRY(RnicSrq) kick_link;
 } RnicSrq;
@@ -109,10 +111,8 @@ typedef struct RnicQp {
     uint32_t pdn;
     RnicCq *scq, *rcq;
     RnicSrq *srq;
-    uint64_t sq_ring, rq_ring;
-    uint8_t sq_log, rq_log;
-    uint16_t sq_fetched, rq_fetched;    /* WQEs taken from the guest rings */
-    uint16_t sq_prod, rq_prod;          /* the last doorbells */
+    /* cons: WQEs taken from the guest rings; prod: the last doorbells */
+    RnicRing sq, rq;
     RnicConn *conn;                     /* the adopted connection */
     uint8_t term;                       /* last Terminate: RNIC_QP_TERM_* */
     uint8_t term_layer, term_etype, term_ecode;
@@ -361,9 +361,33 @@ void rnic_leave(RnicState *s);
 void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque);
 bool rnic_defer(RnicState *s, bool *flag, const char *what);
 
+/* rnic-ring.c */
+/* Base 4 KiB aligned, RNIC_RING_LOG_MIN <= log_size <= @max_log. */
+bool rnic_ring_ok(uint64_t base, uint32_t log_size, uint32_t max_log);
+void rnic_ring_init(RnicRing *r, uint64_t base, uint32_t log_size,
+                    uint32_t entry_size);
+uint64_t rnic_ring_addr(const RnicRing *r, uint32_t index);
+/* The phase bit the device writes into entry @index (CQ, event queue). */
+uint8_t rnic_ring_phase(const RnicRing *r, uint32_t index);
+/* Entry @index, entry_size bytes; nonzero on a DMA error. */
+int rnic_ring_read(RnicState *s, const RnicRing *r, uint32_t index,
+                   void *buf);
+/* The first @len bytes (at most entry_size) of entry @index. */
+int rnic_ring_write(RnicState *s, const RnicRing *r, uint32_t index,
+                    const void *buf, size_t len);
+/* A doorbell's 16-bit producer index; false if more than a ring ahead. */
+bool rnic_ring_db_prod(RnicRing *r, uint16_t idx);
+/* A doorbell's 16-bit consumer index (a CQ's), never past prod. */
+void rnic_ring_db_cons(RnicRing *r, uint16_t idx);
+
 static inline uint32_t rnic_ring_entries(const RnicRing *r)
 {
     return 1u << r->log_size;
+}
+
+static inline uint32_t rnic_ring_used(const RnicRing *r)
+{
+    return r->prod - r->cons;
 }
 
 #endif /* HW_RNIC_H */
