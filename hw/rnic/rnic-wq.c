@@ -233,10 +233,13 @@ void rnic_wq_run(void *opaque)
         }
     }
     while (nqp-- && left && (qp = QTAILQ_FIRST(&s->kicked))) {
+        bool rq_left, sq_left;
+
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
         qp->kicked = false;
-        if (rnic_wq_fetch(s, qp, true, &left) |
-            rnic_wq_fetch(s, qp, false, &left)) {
+        rq_left = rnic_wq_fetch(s, qp, true, &left);
+        sq_left = rnic_wq_fetch(s, qp, false, &left);
+        if (rq_left || sq_left) {
             rnic_qp_kick(s, qp);
         }
         if (qp->conn) {
