@@ -162,12 +162,14 @@ static void rnic_listener_refuse(int fd, uint32_t listener, const char *why)
 static bool rnic_listener_room(RnicState *s, RnicListener *l)
 {
     uint32_t waiting = 0;
+    /* A disabled device's ring registers are the guest's to set at will. */
+    uint32_t room = s->status & RNIC_STATUS_READY ?
+                    rnic_ring_entries(&s->eq) / 2 : UINT32_MAX;
 
     for (int i = 0; i < RNIC_MAX_LISTENERS; i++) {
         waiting += s->listeners[i].id ? s->listeners[i].waiting : 0;
     }
-    return l->waiting < l->backlog &&
-           waiting < rnic_ring_entries(&s->eq) / 2;
+    return l->waiting < l->backlog && waiting < room;
 }
 
 /*

@@ -383,6 +383,41 @@ static void test_unlisten_resets_pending(void)
     peer_stop(&p);
 }
 
+/*
+ * An event arriving while the device is disabled, after the guest set the
+ * event ring's log size to nonsense (allowed while disabled): nothing is
+ * written and nothing shifts by 40 (UBSan in the sanitizer build).
+ */
+static void test_event_while_disabled(void)
+{
+    struct rnic_cmd_listen l = {
+        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+    };
+    uint8_t req[24] = "MPA ID Req Frame";
+    struct rnic_cmd cmd;
+    uint32_t eq_prod;
+    Peer p;
+
+    memset(&p, 0, sizeof(p));
+    rnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
+    rnic_test_enable(&p.t);
+    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    l = *(struct rnic_cmd_listen *)cmd.u.raw;
+    eq_prod = rnic_rd(&p.t, RNIC_REG_EQ_PROD);
+    rnic_wr(&p.t, RNIC_REG_CONTROL, 0);
+    rnic_wr(&p.t, RNIC_REG_EQ_LOG_SIZE, 40);
+    p.fd = rnic_tcp_connect(le16_to_cpu(l.local.port), 0);
+    req[17] = 1;
+    rnic_write_full(p.fd, req, sizeof(req));    /* would post CONN_REQUEST */
+    for (int i = 0; i < 200; i++) {
+        g_usleep(1000);
+        rnic_settle(&p.t);
+    }
+    g_assert_cmphex(rnic_rd(&p.t, RNIC_REG_EQ_PROD), ==, eq_prod);
+    g_assert_cmphex(rnic_rd(&p.t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
+    peer_stop(&p);
+}
+
 static void test_base_bounds(void)
 {
     Peer p;
@@ -1247,6 +1282,8 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/peer/query-qp-terminate", test_query_qp_terminate);
     qtest_add_func("/rnic/peer/unlisten-resets-pending",
                    test_unlisten_resets_pending);
+    qtest_add_func("/rnic/peer/event-while-disabled",
+                   test_event_while_disabled);
     qtest_add_func("/rnic/peer/base-bounds", test_base_bounds);
     qtest_add_func("/rnic/peer/to-wrap", test_to_wrap);
     qtest_add_func("/rnic/peer/one-shot-twice", test_one_shot_twice);
