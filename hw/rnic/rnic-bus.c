@@ -10,9 +10,19 @@
  * of vanishing in a bounce buffer; and an MSI-X message aimed at the
  * device's own BARs is refused before it is sent (the re-entrancy guard,
  * rnic-entry.c, refuses any other DMA into them).
+ *
+ * With an IOThread (rnic-thread.c) nothing here may take the BQL, which
+ * the main thread can hold while it waits for the IOThread (reset,
+ * unplug): DMA then reaches RAM only, by mapping (an access to MMIO
+ * would take the BQL, and is refused as a guest error instead), and an
+ * MSI-X message is left to the main loop (rnic_irq_bh), as virtio
+ * dataplane without KVM's irqfd leaves it to the main loop's handler of
+ * its guest notifier.  A CQE written before its interrupt is in RAM
+ * before the main loop sends the message.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/rcu.h"
 #include "exec/memory.h"
 #include "hw/pci/msi.h"
@@ -32,9 +42,40 @@ static void rnic_dma_refused(RnicState *s, const char *dir, uint64_t addr,
     trace_rnic_err_dma(dir, addr, len);
 }
 
+static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
+                             bool is_write);
+static void rnic_dma_unmap_cb(void *opaque, void *host, size_t len,
+                              bool is_write, size_t written);
+
+/* IOThread: a copy through RAM mappings only; nonzero if not all RAM. */
+static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
+                         bool is_write)
+{
+    while (len) {
+        size_t l = len;
+        void *p = rnic_dma_map_cb(s, addr, &l, is_write);
+
+        if (!p) {
+            return -1;
+        }
+        if (is_write) {
+            memcpy(p, buf, l);
+        } else {
+            memcpy(buf, p, l);
+        }
+        rnic_dma_unmap_cb(s, p, l, is_write, is_write ? l : 0);
+        addr += l;
+        buf = (uint8_t *)buf + l;
+        len -= l;
+    }
+    return 0;
+}
+
 int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len)
 {
-    if (s->unplugged || pci_dma_read(PCI_DEVICE(s), addr, buf, len)) {
+    if (s->ctx ? rnic_ram_copy(s, addr, buf, len, false)
+               : s->unplugged || pci_dma_read(PCI_DEVICE(s), addr, buf,
+                                               len)) {
         rnic_dma_refused(s, "read", addr, len);
         return -1;
     }
@@ -43,7 +84,9 @@ int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len)
 
 int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len)
 {
-    if (s->unplugged || pci_dma_write(PCI_DEVICE(s), addr, buf, len)) {
+    if (s->ctx ? rnic_ram_copy(s, addr, (void *)buf, len, true)
+               : s->unplugged || pci_dma_write(PCI_DEVICE(s), addr, buf,
+                                                len)) {
         rnic_dma_refused(s, "write", addr, len);
         return -1;
     }
@@ -83,7 +126,8 @@ static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
     dma_addr_t l = *len;
     void *p = NULL;
 
-    if (!s->unplugged && rnic_dma_is_ram(PCI_DEVICE(s), addr, is_write)) {
+    if (!qatomic_read(&s->unplugged) &&
+        rnic_dma_is_ram(PCI_DEVICE(s), addr, is_write)) {
         p = pci_dma_map(PCI_DEVICE(s), addr, &l,
                         is_write ? DMA_DIRECTION_FROM_DEVICE
                                  : DMA_DIRECTION_TO_DEVICE);
@@ -126,7 +170,7 @@ static bool rnic_hits_own_bar(PCIDevice *pdev, uint64_t addr)
     return false;
 }
 
-void rnic_irq(RnicState *s, unsigned vector)
+static void rnic_irq_send(RnicState *s, unsigned vector)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
     MSIMessage msg;
@@ -145,4 +189,27 @@ void rnic_irq(RnicState *s, unsigned vector)
     }
     trace_rnic_irq(vector);
     msix_notify(pdev, vector);
+}
+
+/* From the IOThread: the main loop sends it, under the BQL. */
+void rnic_irq(RnicState *s, unsigned vector)
+{
+    if (s->ctx && !bql_locked()) {
+        qatomic_or(&s->irq_mask, 1u << vector);
+        qemu_bh_schedule(s->irq_bh);
+        return;
+    }
+    rnic_irq_send(s, vector);
+}
+
+void rnic_irq_bh(void *opaque)
+{
+    RnicState *s = opaque;
+    uint32_t mask = qatomic_xchg(&s->irq_mask, 0);
+
+    for (unsigned v = 0; mask; v++, mask >>= 1) {
+        if (mask & 1) {
+            rnic_irq_send(s, v);
+        }
+    }
 }

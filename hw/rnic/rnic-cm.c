@@ -183,7 +183,7 @@ static void rnic_listener_sleep(RnicListener *l, int err)
                      "between attempts", strerror(err),
                      RNIC_LISTEN_RETRY_MS);
     trace_rnic_conn_error(l->id, err, "accept");
-    qemu_set_fd_handler(l->fd, NULL, NULL, NULL);
+    rnic_set_fd_handler(l->s, l->fd, NULL, NULL, NULL);
     timer_mod(l->retry, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
               RNIC_LISTEN_RETRY_MS);
 }
@@ -227,7 +227,7 @@ static void rnic_listener_wake(void *opaque)
 {
     RnicListener *l = opaque;
 
-    qemu_set_fd_handler(l->fd, rnic_listener_acceptable, NULL, l);
+    rnic_set_fd_handler(l->s, l->fd, rnic_listener_acceptable, NULL, l);
     rnic_listener_accept(l);
 }
 
@@ -288,11 +288,11 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     l->fd = fd;
     l->id = l - s->listeners + 1;
     l->waiting = 0;
-    l->retry = timer_new_ms(QEMU_CLOCK_REALTIME, rnic_listener_retry, l);
+    l->retry = rnic_timer_new_ms(s, rnic_listener_retry, l);
     rnic_fd_names(fd, &l->local, NULL);
     p->local = l->local;
     p->listener_id = cpu_to_le32(l->id);
-    qemu_set_fd_handler(fd, rnic_listener_acceptable, NULL, l);
+    rnic_set_fd_handler(s, fd, rnic_listener_acceptable, NULL, l);
     trace_rnic_listen(l->id, le16_to_cpu(l->local.port));
     return RNIC_CMD_OK;
 }
@@ -309,7 +309,7 @@ static void rnic_listener_close(RnicListener *l)
             rnic_conn_drop(c);
         }
     }
-    qemu_set_fd_handler(l->fd, NULL, NULL, NULL);
+    rnic_set_fd_handler(l->s, l->fd, NULL, NULL, NULL);
     close(l->fd);
     timer_free(l->retry);
     l->retry = NULL;

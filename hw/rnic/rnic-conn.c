@@ -66,8 +66,8 @@ RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive)
     s->conn_gen++;
     c->id = (uint32_t)s->conn_gen << 16 | (i + 1);
     s->conns[i] = c;
-    c->deadline = timer_new_ms(QEMU_CLOCK_REALTIME, rnic_conn_deadline, c);
-    c->bh = qemu_bh_new(rnic_conn_again, c);
+    c->deadline = rnic_timer_new_ms(s, rnic_conn_deadline, c);
+    c->bh = rnic_bh_new(s, rnic_conn_again, c);
     qemu_socket_set_nonblock(fd);
     socket_set_nodelay(fd);
     return c;
@@ -89,7 +89,7 @@ static void rnic_conn_free(RnicConn *c)
     trace_rnic_conn_free(c->id);
     rnic_conn_unwait(c);
     rnic_dp_stop(c);
-    qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
+    rnic_set_fd_handler(s, c->fd, NULL, NULL, NULL);
     close(c->fd);
     timer_free(c->deadline);
     if (c->delay_timer) {
@@ -128,7 +128,7 @@ static void rnic_conn_wait_mpa(RnicConn *c)
               c->state == RNIC_CONN_WAIT_REQUEST;
     bool wr = c->state == RNIC_CONN_CONNECTING || c->out_off < c->out_len;
 
-    qemu_set_fd_handler(c->fd, rd ? rnic_conn_readable : NULL,
+    rnic_set_fd_handler(c->s, c->fd, rd ? rnic_conn_readable : NULL,
                         wr ? rnic_conn_writable : NULL, c);
     if (rnic_conn_mpa_phase(c)) {
         rnic_conn_arm_deadline(c, c->s->mpa_timeout_ms);
@@ -142,15 +142,15 @@ static void rnic_conn_wait_dp(RnicConn *c, RnicVerdict v)
 {
     bool rd = !c->rx_stopped && !c->peer_fin;
 
-    qemu_set_fd_handler(c->fd, rd ? rnic_conn_readable : NULL,
+    rnic_set_fd_handler(c->s, c->fd, rd ? rnic_conn_readable : NULL,
                         v == RNIC_DP_BLOCKED ? rnic_conn_writable : NULL, c);
     if (v == RNIC_DP_MORE) {
         qemu_bh_schedule(c->bh);
     }
     if (v == RNIC_DP_DELAYED) {
         if (!c->delay_timer) {
-            c->delay_timer = timer_new_ms(QEMU_CLOCK_REALTIME,
-                                          rnic_conn_delay_over, c);
+            c->delay_timer = rnic_timer_new_ms(c->s, rnic_conn_delay_over,
+                                               c);
         }
         if (!timer_pending(c->delay_timer)) {
             timer_mod(c->delay_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +

@@ -15,42 +15,90 @@
  *    outermost entry returns, and a reference keeps the object itself
  *    alive until then.  Once unplugged, the device touches the bus no more
  *    (rnic-bus.c).
+ *
+ * With an IOThread (rnic-thread.c) the IOThread and the vCPUs both enter:
+ * rnic_enter() takes the device lock (recursive: entries nest), and only
+ * a thread holding the BQL engages the memory guard (engaged by the
+ * IOThread it would refuse the vCPUs' register accesses; the IOThread's
+ * DMA reaches RAM only, so it cannot re-enter the device).  A deferred
+ * reset or unplug then runs after the lock is dropped, in the IOThread.
  */
 #include "qemu/osdep.h"
+#include "qemu/main-loop.h"
 #include "rnic.h"
 #include "trace.h"
+
+/* Whether the guard is this device's to engage from this thread. */
+static bool rnic_guards(RnicState *s)
+{
+    return !s->ctx || bql_locked();
+}
 
 void rnic_enter(RnicState *s)
 {
     MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
 
     object_ref(OBJECT(s));
+    if (s->ctx) {
+        qemu_rec_mutex_lock(&s->lock);
+    }
     if (!s->entry_depth++) {
-        s->guard_saved = g->engaged_in_io;
-        g->engaged_in_io = true;
+        qatomic_set(&s->owner_tid, qemu_get_thread_id());
+        if (rnic_guards(s)) {
+            s->guard_saved = g->engaged_in_io;
+            g->engaged_in_io = true;
+        }
+    }
+}
+
+/* With an IOThread: what an entry deferred, once the lock is dropped. */
+static void rnic_run_deferred(RnicState *s, bool teardown, bool reset)
+{
+    if (teardown) {
+        rnic_run_on_ctx(s, rnic_teardown);
+    } else if (reset) {
+        rnic_run_on_ctx(s, rnic_reset_now);
     }
 }
 
 void rnic_leave(RnicState *s)
 {
     MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
+    bool teardown = false, reset = false;
 
     assert(s->entry_depth);
     if (s->entry_depth == 1) {
         /* Completions this callback produced, before anything else. */
         rnic_cqs_deliver(s);
-        /* Still guarded: the deferred work runs as part of this entry. */
-        s->running_deferred = true;
-        if (s->teardown_deferred) {
+        s->in_mmio = false;     /* still under the lock */
+        if (s->ctx) {
+            teardown = s->teardown_deferred;
+            reset = s->reset_deferred;
+        } else if (s->teardown_deferred) {
+            /* Still guarded: the deferred work runs within this entry. */
+            s->running_deferred = true;
             rnic_teardown(s);
         } else if (s->reset_deferred) {
-            rnic_soft_reset(s);
+            s->running_deferred = true;
+            rnic_reset_now(s);
         }
         s->teardown_deferred = s->reset_deferred = false;
         s->running_deferred = false;
-        g->engaged_in_io = s->guard_saved;
+        if (rnic_guards(s)) {
+            g->engaged_in_io = s->guard_saved;
+        }
+        qatomic_set(&s->owner_tid, 0);
     }
-    s->entry_depth--;
+    if (s->ctx) {
+        bool outer = !--s->entry_depth;
+
+        qemu_rec_mutex_unlock(&s->lock);
+        if (outer) {
+            rnic_run_deferred(s, teardown, reset);
+        }
+    } else {
+        s->entry_depth--;
+    }
     object_unref(OBJECT(s));
 }
 
@@ -61,9 +109,21 @@ void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque)
     rnic_leave(s);
 }
 
+/*
+ * Inside an entry of this thread?  Another thread's entry (the IOThread's)
+ * is not ours to wait for here: rnic_run_on_ctx() queues behind it.
+ */
+static bool rnic_inside(RnicState *s)
+{
+    if (s->ctx) {
+        return qatomic_read(&s->owner_tid) == qemu_get_thread_id();
+    }
+    return s->entry_depth;
+}
+
 bool rnic_defer(RnicState *s, bool *flag, const char *what)
 {
-    if (!s->entry_depth || s->running_deferred) {
+    if (!rnic_inside(s) || s->running_deferred) {
         return false;
     }
     trace_rnic_deferred(what, s->entry_depth);

@@ -16,6 +16,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "monitor/monitor.h"
+#include "system/iothread.h"
 #include "rnic.h"
 #include "rnic-core.h"
 #include "trace.h"
@@ -32,6 +33,12 @@ void rnic_soft_reset(RnicState *s)
     if (rnic_defer(s, &s->reset_deferred, "reset")) {
         return;
     }
+    rnic_run_on_ctx(s, rnic_reset_now);
+}
+
+/* The reset itself, on the device's context (rnic-thread.c). */
+void rnic_reset_now(RnicState *s)
+{
     rnic_cm_reset(s);
     rnic_verbs_reset(s);
     s->scratch = 0;
@@ -81,6 +88,29 @@ void rnic_teardown(RnicState *s)
     s->rx_buf = NULL;
 }
 
+/* Without an IOThread, ctx stays NULL: the main loop, as before. */
+static void rnic_thread_init(RnicState *s)
+{
+    if (s->iothread) {
+        object_ref(OBJECT(s->iothread));
+        s->ctx = iothread_get_aio_context(s->iothread);
+        qemu_rec_mutex_init(&s->lock);
+        s->irq_bh = qemu_bh_new(rnic_irq_bh, s);
+    }
+}
+
+/* At finalize: the last entry (maybe a deferred unplug's) is over. */
+static void rnic_thread_fini(RnicState *s)
+{
+    if (s->irq_bh) {
+        qemu_bh_delete(s->irq_bh);
+        s->irq_bh = NULL;
+        s->ctx = NULL;
+        qemu_rec_mutex_destroy(&s->lock);
+        object_unref(OBJECT(s->iothread));
+    }
+}
+
 static void rnic_cmdq_bh(void *opaque)
 {
     rnic_guarded(opaque, rnic_cmdq_run, opaque);
@@ -102,6 +132,7 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         rnic_verbs_fini(s);
         return;
     }
+    rnic_thread_init(s);
     rnic_dma_init(s);
     rnic_dp_init(s);
     memory_region_init_io(&s->regs, OBJECT(s), &rnic_reg_ops, s,
@@ -123,10 +154,8 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         rnic_teardown(s);
         return;
     }
-    s->cmdq_bh = qemu_bh_new_guarded(rnic_cmdq_bh, s,
-                                     &DEVICE(pdev)->mem_reentrancy_guard);
-    s->wq_bh = qemu_bh_new_guarded(rnic_wq_bh, s,
-                                   &DEVICE(pdev)->mem_reentrancy_guard);
+    s->cmdq_bh = rnic_bh_new(s, rnic_cmdq_bh, s);
+    s->wq_bh = rnic_bh_new(s, rnic_wq_bh, s);
     trace_rnic_realize(rnic_core_version());
 }
 
@@ -141,9 +170,10 @@ static void rnic_exit(PCIDevice *pdev)
     RnicState *s = RNIC(pdev);
 
     trace_rnic_unrealize();
-    s->unplugged = true;
+    qatomic_set(&s->unplugged, true);
     if (!rnic_defer(s, &s->teardown_deferred, "unplug")) {
-        rnic_teardown(s);
+        /* With an IOThread: it stops touching the device before this. */
+        rnic_run_on_ctx(s, rnic_teardown);
     }
     pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
@@ -175,6 +205,8 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_BOOL("mpa-markers", RnicState, mpa_markers, false),
     DEFINE_PROP_STRING("listen-allow", RnicState, listen_allow_str),
     DEFINE_PROP_STRING("peer-allow", RnicState, peer_allow_str),
+    DEFINE_PROP_LINK("iothread", RnicState, iothread, TYPE_IOTHREAD,
+                     IOThread *),
 };
 
 /*
@@ -256,6 +288,8 @@ static void rnic_instance_init(Object *obj)
           "this long (real time) is reset; default 5000" },
         { "close-timeout-ms", "a graceful close not finished after this "
           "long (real time) becomes a reset; default 5000" },
+        { "iothread", "run sockets, MPA, placement and completions in this "
+          "IOThread (-object iothread,id=ID); default: the main loop" },
         { "stag-default", "invalidation policy of STags that do not choose: "
           "persistent (default) or one-shot" },
     };
@@ -294,6 +328,7 @@ static void rnic_class_init(ObjectClass *klass, void *data)
 
 static void rnic_instance_finalize(Object *obj)
 {
+    rnic_thread_fini(RNIC(obj));
     rnic_stats_fini(RNIC(obj));
 }
 

@@ -177,8 +177,7 @@ static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
     rnic_enter(s);
     s->in_mmio = true;
     val = rnic_reg_load(s, addr);
-    rnic_leave(s);
-    s->in_mmio = false;
+    rnic_leave(s);      /* clears in_mmio */
     return val;
 }
 
@@ -191,8 +190,7 @@ static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
     rnic_enter(s);
     s->in_mmio = true;
     rnic_reg_store(s, addr, val);
-    rnic_leave(s);
-    s->in_mmio = false;
+    rnic_leave(s);      /* clears in_mmio */
 }
 
 const MemoryRegionOps rnic_reg_ops = {

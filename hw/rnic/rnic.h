@@ -17,6 +17,9 @@
 
 #include "hw/pci/pci_device.h"
 #include "qemu/queue.h"
+#include "qemu/thread.h"
+#include "qemu/timer.h"
+#include "block/aio.h"
 #include "qom/object.h"
 #include "rnic/rnic-abi.h"
 #include "addr_policy.h"
@@ -191,6 +194,14 @@ struct RnicState {
     MemoryRegion regs;
     QEMUBH *cmdq_bh;
 
+    /* rnic-thread.c: NULL (the main loop) or the IOThread's context */
+    struct IOThread *iothread;
+    AioContext *ctx;
+    QemuRecMutex lock;      /* with an IOThread: held inside rnic_enter */
+    int owner_tid;          /* the thread inside rnic_enter, or 0 */
+    QEMUBH *irq_bh;         /* main loop: sends the vectors in irq_mask */
+    uint32_t irq_mask;      /* vectors the IOThread asked for (atomic) */
+
     /* rnic-entry.c: how deep in device callbacks, and what waits for them */
     unsigned entry_depth;
     bool guard_saved;       /* the re-entrancy guard before the first entry */
@@ -343,6 +354,7 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
 
 /* rnic-pci.c */
 void rnic_soft_reset(RnicState *s);
+void rnic_reset_now(RnicState *s);
 void rnic_teardown(RnicState *s);
 
 /* rnic-bus.c: all DMA and MSI-X; -1 (logged as a guest error) on failure */
@@ -350,6 +362,7 @@ int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len);
 int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len);
 void rnic_dma_init(RnicState *s);
 void rnic_irq(RnicState *s, unsigned vector);
+void rnic_irq_bh(void *opaque);
 
 /*
  * rnic-entry.c: every callback from QEMU runs inside rnic_enter/leave (or
@@ -360,6 +373,13 @@ void rnic_enter(RnicState *s);
 void rnic_leave(RnicState *s);
 void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque);
 bool rnic_defer(RnicState *s, bool *flag, const char *what);
+
+/* rnic-thread.c: handlers, timers and BHs on the device's context */
+void rnic_set_fd_handler(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
+                         void *opaque);
+QEMUTimer *rnic_timer_new_ms(RnicState *s, QEMUTimerCB *cb, void *opaque);
+QEMUBH *rnic_bh_new(RnicState *s, QEMUBHFunc *cb, void *opaque);
+void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s));
 
 /* rnic-ring.c */
 /* Base 4 KiB aligned, RNIC_RING_LOG_MIN <= log_size <= @max_log. */

@@ -465,13 +465,13 @@ static void test_reset_in_flight(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    qtest_add_func("/rnic/dp/send", test_send);
-    qtest_add_func("/rnic/dp/send-crc", test_send_crc);
-    qtest_add_func("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
-    qtest_add_func("/rnic/dp/fault-drop", test_fault_drop);
-    qtest_add_func("/rnic/dp/reset-in-flight", test_reset_in_flight);
-    qtest_add_func("/rnic/dp/write-read", test_write_read);
-    qtest_add_func("/rnic/dp/atomics-immediate", test_atomics_and_immediate);
-    qtest_add_func("/rnic/dp/send-with-invalidate", test_send_with_invalidate);
+    rnic_test_add_both("/rnic/dp/send", test_send);
+    rnic_test_add_both("/rnic/dp/send-crc", test_send_crc);
+    rnic_test_add_both("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
+    rnic_test_add_both("/rnic/dp/fault-drop", test_fault_drop);
+    rnic_test_add_both("/rnic/dp/reset-in-flight", test_reset_in_flight);
+    rnic_test_add_both("/rnic/dp/write-read", test_write_read);
+    rnic_test_add_both("/rnic/dp/atomics-immediate", test_atomics_and_immediate);
+    rnic_test_add_both("/rnic/dp/send-with-invalidate", test_send_with_invalidate);
     return g_test_run();
 }

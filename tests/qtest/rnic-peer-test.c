@@ -15,6 +15,7 @@
 #include "hw/pci/pci_regs.h"
 #include "qemu/atomic.h"
 #include "qobject/qdict.h"
+#include "qobject/qlist.h"
 #include "libqos/rnic.h"
 
 #define IOVA        0x10000000ull
@@ -965,6 +966,11 @@ static void test_unplug_from_own_write(void)
     uint8_t exp;
     Peer p;
 
+    if (rnic_test_iothread) {
+        /* There the device's DMA reaches RAM only (docs/spec.md). */
+        g_test_skip("an IOThread's DMA does not reach config space");
+        return;
+    }
     memset(&p, 0, sizeof(p));
     rnic_test_start_in_slot(&p.t, ",id=dev,listen-allow=127.0.0.1");
     peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
@@ -980,6 +986,101 @@ static void test_unplug_from_own_write(void)
     /* The device closed its connection on the way out; QEMU lives on. */
     expect_closed(&p);
     qtest_qmp_assert_success(qts, "{'execute': 'query-status'}");
+    peer_stop(&p);
+}
+
+/*
+ * The slot is powered off (hot-unplug) while the device places a stream
+ * of RDMA Writes: with an IOThread, unplug stops it between two of its
+ * callbacks; the connection is reset, QEMU lives on.
+ */
+static void test_unplug_in_flight(void)
+{
+    uint8_t data[1000];
+    uint16_t sltctl;
+    uint32_t stag;
+    uint8_t exp;
+    Peer p;
+
+    memset(&p, 0, sizeof(p));
+    memset(data, 0x5a, sizeof(data));
+    rnic_test_start_in_slot(&p.t, ",id=dev,listen-allow=127.0.0.1");
+    stag = peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
+    for (int i = 0; i < 4000; i++) {
+        rdma_write(&p, stag, IOVA + (i % 16) * sizeof(data), data,
+                   sizeof(data));
+    }
+    exp = qpci_find_capability(p.t.port, PCI_CAP_ID_EXP, 0);
+    sltctl = qpci_config_readw(p.t.port, exp + PCI_EXP_SLTCTL);
+    qpci_config_writew(p.t.port, exp + PCI_EXP_SLTCTL,
+                       sltctl | PCI_EXP_SLTCTL_PWR_OFF);
+    qtest_qmp_eventwait(p.t.qts, "DEVICE_DELETED");
+    expect_closed(&p);
+    qtest_qmp_assert_success(p.t.qts, "{'execute': 'query-status'}");
+    peer_stop(&p);
+}
+
+/* Nanoseconds thread @tid of QEMU has run (/proc schedstat). */
+static uint64_t thread_run_ns(Peer *p, int64_t tid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/task/%" PRId64
+                                            "/schedstat",
+                                            (int)qtest_pid(p->t.qts), tid);
+    g_autofree char *text = NULL;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    return g_ascii_strtoull(text, NULL, 10);
+}
+
+static int64_t iothread_tid(Peer *p)
+{
+    QDict *rsp = qtest_qmp(p->t.qts, "{'execute': 'query-iothreads'}");
+    QList *l = qdict_get_qlist(rsp, "return");
+    QDict *io = qobject_to(QDict, qlist_peek(l));
+    int64_t tid = qdict_get_int(io, "thread-id");
+
+    qobject_unref(rsp);
+    return tid;
+}
+
+/*
+ * With iothread=: the IOThread, not the main loop, places a 16 MB stream
+ * of RDMA Writes (CPU time of each thread while it flows).
+ */
+static void test_iothread_does_the_work(void)
+{
+    const int n = 16000;
+    uint8_t data[1000];
+    uint64_t io0, main0, io_ns, main_ns, want;
+    int64_t tid;
+    uint32_t stag;
+    Peer p;
+
+    if (!rnic_test_iothread) {
+        g_test_skip("no IOThread");
+        return;
+    }
+    memset(data, 0x5a, sizeof(data));
+    stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
+    tid = iothread_tid(&p);
+    want = rnic_qom_int(&p.t, "dev", "stat-rx-bytes");
+    io0 = thread_run_ns(&p, tid);
+    main0 = thread_run_ns(&p, qtest_pid(p.t.qts));
+    for (int i = 0; i < n; i++) {
+        rdma_write(&p, stag, IOVA + (i % 16) * sizeof(data), data,
+                   sizeof(data));
+    }
+    want += n * (2 + 14 + sizeof(data) + 4);    /* MPA, DDP, data, CRC */
+    for (int i = 0; i < 5000 &&
+         rnic_qom_int(&p.t, "dev", "stat-rx-bytes") < want; i++) {
+        g_usleep(1000);
+    }
+    io_ns = thread_run_ns(&p, tid) - io0;
+    main_ns = thread_run_ns(&p, qtest_pid(p.t.qts)) - main0;
+    g_test_message("16 MB placed: IOThread ran %" PRIu64 " us, main thread "
+                   "%" PRIu64 " us", io_ns / 1000, main_ns / 1000);
+    g_assert_cmpuint(rnic_qom_int(&p.t, "dev", "stat-rx-bytes"), >=, want);
+    g_assert_cmpuint(io_ns, >, main_ns);
     peer_stop(&p);
 }
 
@@ -1277,36 +1378,39 @@ static void test_read_flood_qmp(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    qtest_add_func("/rnic/peer/write-placed", test_write_placed);
-    qtest_add_func("/rnic/peer/invalid-stag", test_invalid_stag);
-    qtest_add_func("/rnic/peer/query-qp-terminate", test_query_qp_terminate);
-    qtest_add_func("/rnic/peer/unlisten-resets-pending",
+    rnic_test_add_both("/rnic/peer/write-placed", test_write_placed);
+    rnic_test_add_both("/rnic/peer/invalid-stag", test_invalid_stag);
+    rnic_test_add_both("/rnic/peer/query-qp-terminate", test_query_qp_terminate);
+    rnic_test_add_both("/rnic/peer/unlisten-resets-pending",
                    test_unlisten_resets_pending);
-    qtest_add_func("/rnic/peer/event-while-disabled",
+    rnic_test_add_both("/rnic/peer/event-while-disabled",
                    test_event_while_disabled);
-    qtest_add_func("/rnic/peer/base-bounds", test_base_bounds);
-    qtest_add_func("/rnic/peer/to-wrap", test_to_wrap);
-    qtest_add_func("/rnic/peer/one-shot-twice", test_one_shot_twice);
-    qtest_add_func("/rnic/peer/send-without-receive",
+    rnic_test_add_both("/rnic/peer/base-bounds", test_base_bounds);
+    rnic_test_add_both("/rnic/peer/to-wrap", test_to_wrap);
+    rnic_test_add_both("/rnic/peer/one-shot-twice", test_one_shot_twice);
+    rnic_test_add_both("/rnic/peer/send-without-receive",
                    test_send_without_receive);
-    qtest_add_func("/rnic/peer/bad-ddp-version", test_bad_ddp_version);
-    qtest_add_func("/rnic/peer/terminate-received", test_terminate_received);
-    qtest_add_func("/rnic/peer/crc", test_crc);
-    qtest_add_func("/rnic/peer/backpressure", test_backpressure);
-    qtest_add_func("/rnic/peer/dereg-during-write", test_dereg_during_write);
-    qtest_add_func("/rnic/peer/srq-receives", test_srq_receives);
-    qtest_add_func("/rnic/peer/srq-doorbell-ahead", test_srq_doorbell_ahead);
-    qtest_add_func("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
-    qtest_add_func("/rnic/peer/write-into-own-bar", test_write_into_own_bar);
-    qtest_add_func("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);
-    qtest_add_func("/rnic/peer/unplug-from-own-write",
+    rnic_test_add_both("/rnic/peer/bad-ddp-version", test_bad_ddp_version);
+    rnic_test_add_both("/rnic/peer/terminate-received", test_terminate_received);
+    rnic_test_add_both("/rnic/peer/crc", test_crc);
+    rnic_test_add_both("/rnic/peer/backpressure", test_backpressure);
+    rnic_test_add_both("/rnic/peer/dereg-during-write", test_dereg_during_write);
+    rnic_test_add_both("/rnic/peer/srq-receives", test_srq_receives);
+    rnic_test_add_both("/rnic/peer/srq-doorbell-ahead", test_srq_doorbell_ahead);
+    rnic_test_add_both("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
+    rnic_test_add_both("/rnic/peer/write-into-own-bar", test_write_into_own_bar);
+    rnic_test_add_both("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);
+    rnic_test_add_both("/rnic/peer/unplug-from-own-write",
                    test_unplug_from_own_write);
-    qtest_add_func("/rnic/peer/peer-fin-closing", test_peer_fin_closing);
-    qtest_add_func("/rnic/peer/disconnect-drains", test_disconnect_drains);
-    qtest_add_func("/rnic/peer/malformed-wqe", test_malformed_wqe);
-    qtest_add_func("/rnic/peer/bad-recv-link-one-cqe",
+    rnic_test_add_both("/rnic/peer/unplug-in-flight", test_unplug_in_flight);
+    rnic_test_add_both("/rnic/peer/iothread-does-the-work",
+                       test_iothread_does_the_work);
+    rnic_test_add_both("/rnic/peer/peer-fin-closing", test_peer_fin_closing);
+    rnic_test_add_both("/rnic/peer/disconnect-drains", test_disconnect_drains);
+    rnic_test_add_both("/rnic/peer/malformed-wqe", test_malformed_wqe);
+    rnic_test_add_both("/rnic/peer/bad-recv-link-one-cqe",
                    test_bad_recv_link_one_cqe);
-    qtest_add_func("/rnic/peer/read-flood-qmp", test_read_flood_qmp);
-    qtest_add_func("/rnic/peer/recv-link-scoped", test_recv_link_scoped);
+    rnic_test_add_both("/rnic/peer/read-flood-qmp", test_read_flood_qmp);
+    rnic_test_add_both("/rnic/peer/recv-link-scoped", test_recv_link_scoped);
     return g_test_run();
 }

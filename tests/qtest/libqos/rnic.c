@@ -89,11 +89,29 @@ static void rnic_test_open(RnicTest *t, int index)
     rnic_test_use(t, f.dev);
 }
 
+bool rnic_test_iothread;
+
+/* With rnic_test_iothread: one IOThread, every rnic device on it. */
+static char *rnic_test_args(const char *args)
+{
+    g_auto(GStrv) parts = NULL;
+    g_autofree char *joined = NULL;
+
+    if (!rnic_test_iothread) {
+        return g_strdup(args);
+    }
+    parts = g_strsplit(args, "-device rnic", -1);
+    joined = g_strjoinv("-device rnic,iothread=rnicio", parts);
+    return g_strdup_printf("-object iothread,id=rnicio %s", joined);
+}
+
 static void rnic_test_init(RnicTest *t, const char *args)
 {
+    g_autofree char *full = rnic_test_args(args);
+
     memset(t, 0, sizeof(*t));
     t->owner = true;
-    t->qts = qtest_initf("-M q35 -nodefaults %s", args);
+    t->qts = qtest_initf("-M q35 -nodefaults %s", full);
     t->alloc = g_new0(QGuestAllocator, 1);
     pc_alloc_init(t->alloc, t->qts, ALLOC_NO_FLAGS);
     t->bus = qpci_new_pc(t->qts, t->alloc);
@@ -581,4 +599,32 @@ void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     rnic_wait_event(b, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+}
+
+typedef struct RnicTestCase {
+    void (*fn)(void);
+    bool iothread;
+} RnicTestCase;
+
+static void rnic_test_run_case(const void *data)
+{
+    const RnicTestCase *c = data;
+
+    rnic_test_iothread = c->iothread;
+    c->fn();
+    rnic_test_iothread = false;
+}
+
+void rnic_test_add_both(const char *path, void (*fn)(void))
+{
+    g_autofree char *io = NULL;
+    const char *leaf = strrchr(path, '/');
+    RnicTestCase *plain = g_new0(RnicTestCase, 1);
+    RnicTestCase *threaded = g_new0(RnicTestCase, 1);
+
+    plain->fn = threaded->fn = fn;
+    threaded->iothread = true;
+    io = g_strdup_printf("%.*s/iothread%s", (int)(leaf - path), path, leaf);
+    qtest_add_data_func(path, plain, rnic_test_run_case);
+    qtest_add_data_func(io, threaded, rnic_test_run_case);
 }

@@ -42,6 +42,14 @@ typedef struct RnicTestQp {
 uint32_t rnic_rd(RnicTest *t, uint32_t reg);
 void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val);
 
+/*
+ * True while a test runs with every rnic device on an IOThread
+ * (-object iothread,id=rnicio -device rnic,iothread=rnicio,...).
+ */
+extern bool rnic_test_iothread;
+/* @fn as @path (main loop) and as DIR/iothread/LEAF (on an IOThread). */
+void rnic_test_add_both(const char *path, void (*fn)(void));
+
 /* Bring-up: QEMU with "-device rnic<extra>", then rings and MSI-X. */
 void rnic_test_start(RnicTest *t, const char *extra);
 /*

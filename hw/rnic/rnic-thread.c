@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Where the device's work runs: QEMU's main loop (the default), or the
+ * AioContext of an IOThread (-device rnic,iothread=ID), as virtio-blk and
+ * virtio-scsi dataplane do it.  Every socket handler, timer and bottom
+ * half of the device is made here, on the device's context.
+ *
+ * With an IOThread the device state has one lock (RnicState.lock, taken
+ * by rnic_enter): the IOThread holds it while it runs commands, work
+ * queues and connections; a vCPU holds it only while it decodes a
+ * register write, which records a doorbell and kicks a bottom half.  The
+ * IOThread never takes the BQL (see rnic-bus.c: RAM-only DMA, MSI-X sent
+ * by the main loop), so the main thread may wait for it while holding the
+ * BQL: reset and unplug run in the IOThread through aio_wait_bh_oneshot(),
+ * between two of its callbacks, never under one.
+ */
+#include "qemu/osdep.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "block/aio-wait.h"
+#include "rnic.h"
+
+void rnic_set_fd_handler(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
+                         void *opaque)
+{
+    if (s->ctx) {
+        aio_set_fd_handler(s->ctx, fd, rd, wr, NULL, NULL, opaque);
+    } else {
+        qemu_set_fd_handler(fd, rd, wr, opaque);
+    }
+}
+
+QEMUTimer *rnic_timer_new_ms(RnicState *s, QEMUTimerCB *cb, void *opaque)
+{
+    if (s->ctx) {
+        return aio_timer_new(s->ctx, QEMU_CLOCK_REALTIME, SCALE_MS, cb,
+                             opaque);
+    }
+    return timer_new_ms(QEMU_CLOCK_REALTIME, cb, opaque);
+}
+
+QEMUBH *rnic_bh_new(RnicState *s, QEMUBHFunc *cb, void *opaque)
+{
+    if (s->ctx) {
+        /*
+         * No re-entrancy guard on the BH: engaged by the IOThread it would
+         * refuse the vCPUs' register accesses (the guard is per device,
+         * not per thread).  rnic_enter() serialises instead.
+         */
+        return aio_bh_new(s->ctx, cb, opaque);
+    }
+    return qemu_bh_new_guarded(cb, opaque,
+                               &DEVICE(s)->mem_reentrancy_guard);
+}
+
+typedef struct RnicOnCtx {
+    RnicState *s;
+    void (*fn)(RnicState *s);
+} RnicOnCtx;
+
+static void rnic_on_ctx_bh(void *opaque)
+{
+    RnicOnCtx *o = opaque;
+
+    rnic_enter(o->s);
+    o->s->running_deferred = true;
+    o->fn(o->s);
+    o->s->running_deferred = false;
+    rnic_leave(o->s);
+}
+
+/*
+ * @fn (reset, teardown) on the device's context, waiting until it is done.
+ * Main thread (or a vCPU) with the BQL, outside any device callback.
+ */
+void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s))
+{
+    RnicOnCtx o = { .s = s, .fn = fn };
+
+    if (!s->ctx) {
+        fn(s);
+        return;
+    }
+    aio_wait_bh_oneshot(s->ctx, rnic_on_ctx_bh, &o);
+}
