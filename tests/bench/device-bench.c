@@ -11,7 +11,9 @@
  *  - dev-read-1m: MB/s of 1 MiB RDMA Reads, same baseline;
  *  - dev-send-64-rtt: microseconds per round trip of a 64-byte Send
  *    answered by one, vs TCP ping-pong between processes.
- * Each with MPA CRC32c required (-crc) and off (-nocrc).  Polling goes
+ * Each with MPA CRC32c required (-crc) and off (-nocrc), then again with
+ * each process's device on its own IOThread (-crc-iothread,
+ * -nocrc-iothread: -object iothread -device rnic,iothread=).  Polling goes
  * through qtest's socket, which the latency figure includes.  Built in
  * QEMU's qtest tree (laid there as rnic-device-bench.c); `make bench`
  * runs it.
@@ -293,6 +295,11 @@ static void bench_device(void)
     tcp_baselines(&tcp_mbs, &tcp_rtt);
     bench_pair("-crc", crc, tcp_mbs, tcp_rtt);
     bench_pair("-nocrc", extra, tcp_mbs, tcp_rtt);
+    /* The same with each process's device on its own -object iothread. */
+    rnic_test_iothread = true;
+    bench_pair("-crc-iothread", crc, tcp_mbs, tcp_rtt);
+    bench_pair("-nocrc-iothread", extra, tcp_mbs, tcp_rtt);
+    rnic_test_iothread = false;
 }
 
 int main(int argc, char **argv)
