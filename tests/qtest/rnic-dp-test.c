@@ -471,7 +471,9 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/dp/fault-drop", test_fault_drop);
     rnic_test_add_both("/rnic/dp/reset-in-flight", test_reset_in_flight);
     rnic_test_add_both("/rnic/dp/write-read", test_write_read);
-    rnic_test_add_both("/rnic/dp/atomics-immediate", test_atomics_and_immediate);
-    rnic_test_add_both("/rnic/dp/send-with-invalidate", test_send_with_invalidate);
+    rnic_test_add_both("/rnic/dp/atomics-immediate",
+                       test_atomics_and_immediate);
+    rnic_test_add_both("/rnic/dp/send-with-invalidate",
+                       test_send_with_invalidate);
     return g_test_run();
 }

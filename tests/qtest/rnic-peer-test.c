@@ -1380,7 +1380,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     rnic_test_add_both("/rnic/peer/write-placed", test_write_placed);
     rnic_test_add_both("/rnic/peer/invalid-stag", test_invalid_stag);
-    rnic_test_add_both("/rnic/peer/query-qp-terminate", test_query_qp_terminate);
+    rnic_test_add_both("/rnic/peer/query-qp-terminate",
+                       test_query_qp_terminate);
     rnic_test_add_both("/rnic/peer/unlisten-resets-pending",
                    test_unlisten_resets_pending);
     rnic_test_add_both("/rnic/peer/event-while-disabled",
@@ -1391,14 +1392,18 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/peer/send-without-receive",
                    test_send_without_receive);
     rnic_test_add_both("/rnic/peer/bad-ddp-version", test_bad_ddp_version);
-    rnic_test_add_both("/rnic/peer/terminate-received", test_terminate_received);
+    rnic_test_add_both("/rnic/peer/terminate-received",
+                       test_terminate_received);
     rnic_test_add_both("/rnic/peer/crc", test_crc);
     rnic_test_add_both("/rnic/peer/backpressure", test_backpressure);
-    rnic_test_add_both("/rnic/peer/dereg-during-write", test_dereg_during_write);
+    rnic_test_add_both("/rnic/peer/dereg-during-write",
+                       test_dereg_during_write);
     rnic_test_add_both("/rnic/peer/srq-receives", test_srq_receives);
-    rnic_test_add_both("/rnic/peer/srq-doorbell-ahead", test_srq_doorbell_ahead);
+    rnic_test_add_both("/rnic/peer/srq-doorbell-ahead",
+                       test_srq_doorbell_ahead);
     rnic_test_add_both("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
-    rnic_test_add_both("/rnic/peer/write-into-own-bar", test_write_into_own_bar);
+    rnic_test_add_both("/rnic/peer/write-into-own-bar",
+                       test_write_into_own_bar);
     rnic_test_add_both("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);
     rnic_test_add_both("/rnic/peer/unplug-from-own-write",
                    test_unplug_from_own_write);
