@@ -780,22 +780,23 @@ static void test_request_flood_keeps_events(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    qtest_add_func("/rnic/cm/listen-policy", test_listen_policy);
-    qtest_add_func("/rnic/cm/passive-accept", test_passive_accept);
-    qtest_add_func("/rnic/cm/passive-reject", test_passive_reject);
-    qtest_add_func("/rnic/cm/passive-garbage", test_passive_garbage);
-    qtest_add_func("/rnic/cm/active-connect", test_active_connect);
-    qtest_add_func("/rnic/cm/active-rejected-denied",
-                   test_active_rejected_and_denied);
-    qtest_add_func("/rnic/cm/handoff-fd", test_handoff_fd);
-    qtest_add_func("/rnic/cm/abortive-disconnect", test_abortive_disconnect);
-    qtest_add_func("/rnic/cm/default-deny", test_default_deny);
-    qtest_add_func("/rnic/cm/mpa-timeout", test_mpa_timeout);
-    qtest_add_func("/rnic/cm/listen-backlog", test_listen_backlog);
-    qtest_add_func("/rnic/cm/connect-slots-reserved",
-                   test_connect_slots_reserved);
-    qtest_add_func("/rnic/cm/accept-emfile", test_accept_emfile);
-    qtest_add_func("/rnic/cm/request-flood-keeps-events",
-                   test_request_flood_keeps_events);
+    rnic_test_add_both("/rnic/cm/listen-policy", test_listen_policy);
+    rnic_test_add_both("/rnic/cm/passive-accept", test_passive_accept);
+    rnic_test_add_both("/rnic/cm/passive-reject", test_passive_reject);
+    rnic_test_add_both("/rnic/cm/passive-garbage", test_passive_garbage);
+    rnic_test_add_both("/rnic/cm/active-connect", test_active_connect);
+    rnic_test_add_both("/rnic/cm/active-rejected-denied",
+                       test_active_rejected_and_denied);
+    rnic_test_add_both("/rnic/cm/handoff-fd", test_handoff_fd);
+    rnic_test_add_both("/rnic/cm/abortive-disconnect",
+                           test_abortive_disconnect);
+    rnic_test_add_both("/rnic/cm/default-deny", test_default_deny);
+    rnic_test_add_both("/rnic/cm/mpa-timeout", test_mpa_timeout);
+    rnic_test_add_both("/rnic/cm/listen-backlog", test_listen_backlog);
+    rnic_test_add_both("/rnic/cm/connect-slots-reserved",
+                       test_connect_slots_reserved);
+    rnic_test_add_both("/rnic/cm/accept-emfile", test_accept_emfile);
+    rnic_test_add_both("/rnic/cm/request-flood-keeps-events",
+                       test_request_flood_keeps_events);
     return g_test_run();
 }
