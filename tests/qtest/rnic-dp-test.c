@@ -462,6 +462,40 @@ static void test_reset_in_flight(void)
     }
 }
 
+/*
+ * CONTROL.RESET written while a's Writes are moving: the register write
+ * defers the reset to the end of its own callback; with an IOThread it
+ * then runs there, between two of the IOThread's runs.  b sees its
+ * connection reset, QEMU lives on.
+ */
+static void test_control_reset_in_flight(void)
+{
+    struct rnic_event ev;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    for (int i = 0; i < 8; i++) {
+        struct rnic_sq_wqe w = {
+            .wr_id = cpu_to_le64(i),
+            .opcode = RNIC_WQE_WRITE,
+            .num_sge = 1,
+            .sge[0] = sge(&a, 0, 40000),
+            .remote_stag = cpu_to_le32(b.stag),
+            .remote_addr = cpu_to_le64(IOVA),
+        };
+
+        post_send(&a, &w);
+    }
+    rnic_wr(&a.t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
+    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
+    do {
+        rnic_wait_event(&b.t, &ev);
+    } while (ev.type != RNIC_EV_CONN_CLOSED);
+    qtest_qmp_assert_success(a.t.qts, "{'execute': 'query-status'}");
+    stop_pair(&a, &b);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -470,6 +504,8 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
     rnic_test_add_both("/rnic/dp/fault-drop", test_fault_drop);
     rnic_test_add_both("/rnic/dp/reset-in-flight", test_reset_in_flight);
+    rnic_test_add_both("/rnic/dp/control-reset-in-flight",
+                       test_control_reset_in_flight);
     rnic_test_add_both("/rnic/dp/write-read", test_write_read);
     rnic_test_add_both("/rnic/dp/atomics-immediate",
                        test_atomics_and_immediate);
