@@ -119,6 +119,34 @@ static bool rnic_dma_is_ram(PCIDevice *pdev, uint64_t addr, bool is_write)
     return memory_access_is_direct(mr, is_write, attrs);
 }
 
+/*
+ * IOThread: one translation, RAM or nothing.  A check followed by
+ * pci_dma_map() would translate twice, and if the guest remapped memory
+ * in between, map would fall back to a bounce buffer whose MMIO access
+ * takes the BQL.  pci_dma_unmap() releases what this takes.
+ */
+static void *rnic_ram_map(RnicState *s, uint64_t addr, size_t *len,
+                          bool is_write)
+{
+    MemTxAttrs attrs = MEMTXATTRS_UNSPECIFIED;
+    hwaddr xlat, l = *len;
+    MemoryRegion *mr;
+
+    *len = 0;
+    if (qatomic_read(&s->unplugged)) {
+        return NULL;
+    }
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(pci_get_address_space(PCI_DEVICE(s)), addr,
+                                 &xlat, &l, is_write, attrs);
+    if (!l || !memory_access_is_direct(mr, is_write, attrs)) {
+        return NULL;
+    }
+    memory_region_ref(mr);
+    *len = l;
+    return qemu_map_ram_ptr(mr->ram_block, xlat);
+}
+
 static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
                              bool is_write)
 {
@@ -126,7 +154,10 @@ static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
     dma_addr_t l = *len;
     void *p = NULL;
 
-    if (!qatomic_read(&s->unplugged) &&
+    if (s->ctx) {
+        return rnic_ram_map(s, addr, len, is_write);
+    }
+    if (!s->unplugged &&
         rnic_dma_is_ram(PCI_DEVICE(s), addr, is_write)) {
         p = pci_dma_map(PCI_DEVICE(s), addr, &l,
                         is_write ? DMA_DIRECTION_FROM_DEVICE

@@ -74,9 +74,10 @@ static bool rnic_parse_properties(RnicState *s, Error **errp)
     return true;
 }
 
-/* Frees what rnic_realize() set up, in reverse order. */
+/* Frees what rnic_realize() set up, in reverse order; no DMA after it. */
 void rnic_teardown(RnicState *s)
 {
+    s->unplugged = true;
     if (s->wq_bh) {
         qemu_bh_delete(s->wq_bh);
         qemu_bh_delete(s->cmdq_bh);
@@ -170,7 +171,14 @@ static void rnic_exit(PCIDevice *pdev)
     RnicState *s = RNIC(pdev);
 
     trace_rnic_unrealize();
-    qatomic_set(&s->unplugged, true);
+    /*
+     * With an IOThread, unplugged is set by the teardown there: set here,
+     * it would fail the DMA of the IOThread's run in progress (a
+     * Terminate to the peer) instead of letting that run finish.
+     */
+    if (!s->ctx) {
+        s->unplugged = true;
+    }
     if (!rnic_defer(s, &s->teardown_deferred, "unplug")) {
         /* With an IOThread: it stops touching the device before this. */
         rnic_run_on_ctx(s, rnic_teardown);
