@@ -11,7 +11,7 @@ E2E_DIR := tests/e2e
 
 # The scenarios `make check` runs: those that fit CI's time and do not
 # depend on a reference peer's timing.
-E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-siw.sh
+E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-iothread.sh rnic-siw.sh
 
 # Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.
 e2e-prep:

@@ -60,15 +60,21 @@ GUEST
 # E2E_PORT: a fixed port (e.g. to capture it); E2E_SERVER_QEMU_ARGS: more
 # QEMU options for the server guest (-trace, -qmp, ...).
 port=${E2E_PORT:-$(e2e_free_port)}
+# E2E_IOTHREAD=1: each guest's rnic on its own IOThread (iothread=).
+io_obj='' io_opt=''
+if [ "${E2E_IOTHREAD:-}" = 1 ]; then
+    io_obj="-object iothread,id=rnicio" io_opt=",iothread=rnicio"
+fi
 # shellcheck disable=SC2086
 # The device reaches only what it is told: the server may listen on
 # loopback (any port: the hot-removal listener takes port 0), the client
 # may connect to the server's port only.
 e2e_guest_start "$name-server" "$initrd" "e2e.role=server e2e.port=$port" \
-    -device "rnic,id=rnic0,listen-allow=127.0.0.1${E2E_RNIC_OPTS:-}" \
+    $io_obj -device "rnic,id=rnic0,listen-allow=127.0.0.1$io_opt${E2E_RNIC_OPTS:-}" \
     ${E2E_SERVER_QEMU_ARGS:-}
+# shellcheck disable=SC2086
 e2e_guest_start "$name-client" "$initrd" "e2e.role=client e2e.port=$port" \
-    -device "rnic,id=rnic0,peer-allow=127.0.0.1:$port"
+    $io_obj -device "rnic,id=rnic0,peer-allow=127.0.0.1:$port$io_opt"
 
 rc=0
 e2e_guest_wait "$name-client" || rc=1
