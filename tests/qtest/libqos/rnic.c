@@ -404,10 +404,17 @@ bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log,
     return e->phase == (((index >> log) & 1) ^ 1);
 }
 
-/* Lets the device's bottom halves run. */
+/*
+ * Lets the device's bottom halves run.  On an IOThread they run beside
+ * qtest, in real time: give it a moment (tests that need a result for
+ * sure poll for it).
+ */
 void rnic_settle(RnicTest *t)
 {
     qtest_clock_step(t->qts, 1000);
+    if (rnic_test_iothread) {
+        g_usleep(20 * 1000);
+    }
 }
 
 /* Reads the next event if the device has written one. */
