@@ -32,9 +32,14 @@ static gint rnic_key_cmp(gconstpointer a, gconstpointer b)
 static char *rnic_get_terms(Object *obj, Error **errp)
 {
     RnicState *s = RNIC(obj);
-    GList *keys = g_list_sort(g_hash_table_get_keys(s->stats.terms),
-                              rnic_key_cmp);
+    GList *keys;
     GString *out = g_string_new(NULL);
+
+    /* An IOThread may be adding a code: the table is read under its lock */
+    if (s->ctx) {
+        qemu_rec_mutex_lock(&s->lock);
+    }
+    keys = g_list_sort(g_hash_table_get_keys(s->stats.terms), rnic_key_cmp);
 
     for (GList *k = keys; k; k = k->next) {
         uint32_t v = GPOINTER_TO_UINT(k->data);
@@ -46,6 +51,9 @@ static char *rnic_get_terms(Object *obj, Error **errp)
                                    s->stats.terms, k->data)));
     }
     g_list_free(keys);
+    if (s->ctx) {
+        qemu_rec_mutex_unlock(&s->lock);
+    }
     return g_string_free(out, false);
 }
 
