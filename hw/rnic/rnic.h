@@ -11,6 +11,8 @@
  * rnic-tables.c (handle lookups), rnic-cq.c (completions to the guest),
  * rnic-eq.c (events), rnic-bus.c (DMA and interrupts), rnic-ring.c
  * (every guest ring: one type, one validator), rnic-stats.c.
+ * rnic-thread.c says where all of it runs: the main loop, or an IOThread
+ * (-device rnic,iothread=ID) with the device lock taken by rnic_enter().
  */
 #ifndef HW_RNIC_H
 #define HW_RNIC_H
