@@ -148,7 +148,7 @@ static void mr_fill(struct rnic_stag_table *t, struct rnic_stag_entry *e,
     e->length = a->length;
     e->u.mr.windows = 0;
     e->pd = a->pd;
-    e->key = a->key;
+    rnic_stag_tag(t, e)->key = a->key;
     e->kind = RNIC_STAG_MR;
     /* Reading one's own registered memory is always allowed (verbs). */
     e->access = a->access | RNIC_ACCESS_LOCAL_READ;
@@ -160,7 +160,7 @@ static void mr_fill(struct rnic_stag_table *t, struct rnic_stag_entry *e,
     } else {
         e->u.mr.addr = p->addr;
     }
-    e->state = RNIC_ENTRY_VALID;
+    rnic_stag_tag(t, e)->state = RNIC_ENTRY_VALID;
     rnic_pd_get(t, a->pd);
 }
 
@@ -208,7 +208,7 @@ static void mr_release(struct rnic_stag_table *t, struct rnic_stag_entry *e)
     rnic_stag_unlink_recv(t, e);
     mr_pages_drop(t, e);
     rnic_pd_put(t, e->pd);
-    e->state = RNIC_ENTRY_INVALID;
+    rnic_stag_tag(t, e)->state = RNIC_ENTRY_INVALID;
 }
 
 enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
@@ -226,7 +226,7 @@ enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
     if (e->u.mr.windows) {
         return RNIC_STAG_ERR_BUSY;
     }
-    if (attr->key == e->key) {
+    if (attr->key == rnic_stag_tag(t, e)->key) {
         return RNIC_STAG_ERR_KEY_REUSED;
     }
     st = mr_attr_check(t, attr);

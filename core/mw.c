@@ -34,9 +34,9 @@ enum rnic_stag_status rnic_mw_alloc(struct rnic_stag_table *t, uint32_t pd,
     e = &t->entries[index];
     memset(e, 0, sizeof(*e));
     e->pd = pd;
-    e->key = key;
+    rnic_stag_tag(t, e)->key = key;
     e->kind = kind;
-    e->state = RNIC_ENTRY_INVALID;
+    rnic_stag_tag(t, e)->state = RNIC_ENTRY_INVALID;
     *stag = rnic_stag_make(index, key);
     return RNIC_STAG_OK;
 }
@@ -58,7 +58,8 @@ static enum rnic_stag_status bind_check_mr(struct rnic_stag_table *t,
     unsigned needs_local_write = RNIC_ACCESS_REMOTE_WRITE |
                                  RNIC_ACCESS_REMOTE_ATOMIC;
 
-    if (!mr || mr->kind != RNIC_STAG_MR || mr->state != RNIC_ENTRY_VALID) {
+    if (!mr || mr->kind != RNIC_STAG_MR ||
+        rnic_stag_tag(t, mr)->state != RNIC_ENTRY_VALID) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
     if (mr->pd != a->pd) {
@@ -95,11 +96,12 @@ enum rnic_stag_status rnic_mw_bind(struct rnic_stag_table *t,
     if (mw->pd != attr->pd) {
         return RNIC_STAG_ERR_NOT_ASSOCIATED;
     }
-    if (attr->key == mw->key) {
+    if (attr->key == rnic_stag_tag(t, mw)->key) {
         return RNIC_STAG_ERR_KEY_REUSED;
     }
     /* Type 2 windows are invalidated before they can be bound again. */
-    if (mw->kind == RNIC_STAG_MW_TYPE2 && mw->state == RNIC_ENTRY_VALID) {
+    if (mw->kind == RNIC_STAG_MW_TYPE2 &&
+        rnic_stag_tag(t, mw)->state == RNIC_ENTRY_VALID) {
         return RNIC_STAG_ERR_BUSY;
     }
     if (attr->access & ~RNIC_ACCESS_REMOTE_ALL) {
@@ -114,11 +116,11 @@ enum rnic_stag_status rnic_mw_bind(struct rnic_stag_table *t,
     mw->length = attr->length;
     mw->u.mw.mr_index = mr_index;
     mw->u.mw.qpn = mw->kind == RNIC_STAG_MW_TYPE2 ? attr->qpn : 0;
-    mw->key = attr->key;
+    rnic_stag_tag(t, mw)->key = attr->key;
     mw->access = attr->access;
     mw->flags = rnic_stag_policy_flags(t, attr->policy,
                                        attr->remote_invalidate);
-    mw->state = RNIC_ENTRY_VALID;
+    rnic_stag_tag(t, mw)->state = RNIC_ENTRY_VALID;
     t->entries[mr_index].u.mr.windows++;
     *new_stag = rnic_stag_make(rnic_stag_index(mw_stag), attr->key);
     return RNIC_STAG_OK;
