@@ -586,6 +586,43 @@ START_TEST(test_reregister_after_invalidation)
 }
 END_TEST
 
+/*
+ * rnic_stag_lookup answers from the tag array alone: it must agree with
+ * rnic_stag_query (which reads the entry) at every step of a slot's life,
+ * a freed slot that still holds its old key included.
+ */
+static void lookup_agrees(uint32_t stag)
+{
+    struct rnic_stag_info info;
+    bool valid = rnic_stag_query(t, stag, &info) == RNIC_STAG_OK &&
+                 info.valid;
+
+    ck_assert_int_eq(rnic_stag_lookup(t, stag), valid);
+}
+
+START_TEST(test_lookup_agrees_with_entry)
+{
+    struct rnic_mr_attr a = page_attr(0x10);
+    uint32_t stag = must_register(&a);
+    uint32_t other_key = rnic_stag_next_key(stag);
+
+    lookup_agrees(stag);
+    ck_assert(rnic_stag_lookup(t, stag));
+    ck_assert(!rnic_stag_lookup(t, other_key));
+    ck_assert(!rnic_stag_lookup(t, rnic_stag_make(0, rnic_stag_key(stag))));
+    ck_assert(!rnic_stag_lookup(t, rnic_stag_make(1024 + 1, 0)));
+    ck_assert_st(rnic_stag_invalidate_local(t, stag, pd1), RNIC_STAG_OK);
+    lookup_agrees(stag);
+    ck_assert(!rnic_stag_lookup(t, stag));
+    ck_assert_st(rnic_mr_deregister(t, stag), RNIC_STAG_OK);
+    /* Free, with its old key still in the tag: refused all the same. */
+    lookup_agrees(stag);
+    ck_assert(!rnic_stag_lookup(t, stag));
+    ck_assert_st(resolve(stag, pd1, QPN, 0x1000, 1, RNIC_ACCESS_REMOTE_READ),
+                 RNIC_STAG_ERR_INVALID_STAG);
+}
+END_TEST
+
 START_TEST(test_stale_key_after_rebind)
 {
     uint32_t mr = page_mr(0x10);
@@ -1520,6 +1557,7 @@ Suite *stag_suite(void)
     tcase_add_test(tc, test_local_access);
     tcase_add_test(tc, test_stale_key_after_reregistration);
     tcase_add_test(tc, test_reregister_after_invalidation);
+    tcase_add_test(tc, test_lookup_agrees_with_entry);
     tcase_add_test(tc, test_stale_key_after_rebind);
     tcase_add_test(tc, test_type2_window_wrong_qp);
     tcase_add_test(tc, test_type1_window_serves_whole_pd);
