@@ -304,6 +304,8 @@ static const struct synth_variant {
     { "faults", RXS_CFG2_FAIL_READ | RXS_CFG2_FAIL_WRITE |
       RXS_CFG2_FAIL_MAP, 6, {
         { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff } } },
+    { "wfail", RXS_CFG2_FAIL_MAP | RXS_CFG2_FAIL_WRITE, 90, {
+        { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff } } },
     { "mapfail", RXS_CFG2_FAIL_MAP | RXS_CFG2_STALL, 128, {
         { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff } } },
 };
