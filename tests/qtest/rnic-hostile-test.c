@@ -485,9 +485,12 @@ static void check_memory(Hostile *h, bool maybe)
     memset(want, PREFILL, BUF_LEN);
     for (int k = 0; k < h->nw; k++) {
         const CleanWrite *w = &h->w[k];
-        bool placed = buf[w->off] == pattern(w->off, w->salt);
+        uint32_t same = 0;
 
-        if (!w->before_poison || (maybe && !placed)) {
+        for (uint32_t i = 0; i < w->len; i++) {
+            same += buf[w->off + i] == pattern(w->off + i, w->salt);
+        }
+        if (!w->before_poison || (maybe && same < w->len)) {
             continue;       /* must be untouched */
         }
         for (uint32_t i = 0; i < w->len; i++) {
