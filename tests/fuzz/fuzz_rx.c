@@ -26,7 +26,10 @@
  *    range the peer could write at some point: nothing wrote past a
  *    mapping or into a read-only region;
  *  - a DMA write that failed ends the stream: the QP is no longer in RTS
- *    (our Terminate, or ERROR), whatever else happened;
+ *    (our Terminate, or ERROR), whatever else happened; so does a failed
+ *    read, unless the transmitter read the same range again later (it
+ *    retries a payload it framed ahead once the FPDUs before it are
+ *    sent);
  *  - what we send deframes and each ULPDU has a valid DDP header;
  *  - every completion names a WR we posted, and every mapping is
  *    unmapped when the endpoint goes (epf_fini).
@@ -59,6 +62,8 @@ static uint8_t sent_buf[RNIC_MPA_ULPDU_MAX + 4];
 static uint8_t before[FUZZ_MEM];        /* guest memory after set-up */
 static int strict_tx = -1;              /* RNIC_FUZZ_STRICT_TX */
 
+#define FUZZ_MAX_RETRIES 16
+
 /* DMA calls made to fail, and what failed. */
 static struct {
     uint8_t kinds;                      /* RXS_CFG2_FAIL_* */
@@ -66,6 +71,9 @@ static struct {
     struct epf_rng rng;
     unsigned writes_failed;
     int write_maps;                     /* writable maps not unmapped */
+    /* failed reads not yet retried with success (nretry > max: lost) */
+    struct { uint64_t addr; size_t len; } retry[FUZZ_MAX_RETRIES];
+    unsigned nretry;
 } F;
 
 /*
@@ -133,13 +141,36 @@ static bool fuzz_fault(uint8_t kind)
     return (F.kinds & kind) && epf_rand(&F.rng, 256) < F.rate;
 }
 
+/*
+ * A failed read the transmitter may retry once the FPDUs ahead are sent;
+ * a read or read map of the same address that succeeds later settles it.
+ */
+static void fuzz_read_failed(uint64_t addr, size_t len, bool failed)
+{
+    if (failed) {
+        if (F.nretry < FUZZ_MAX_RETRIES) {
+            F.retry[F.nretry].addr = addr;
+            F.retry[F.nretry].len = len;
+        }
+        F.nretry++;
+        return;
+    }
+    for (unsigned i = 0; F.nretry <= FUZZ_MAX_RETRIES && i < F.nretry; i++) {
+        if (F.retry[i].addr == addr) {
+            F.retry[i--] = F.retry[--F.nretry];
+        }
+    }
+}
+
 static int fuzz_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
+    bool failed;
+
     fuzz_check_access(addr, len, false);
-    if (fuzz_fault(RXS_CFG2_FAIL_READ)) {
-        return -1;
-    }
-    return memdma_ops.read(opaque, addr, buf, len);
+    failed = fuzz_fault(RXS_CFG2_FAIL_READ) ||
+             memdma_ops.read(opaque, addr, buf, len) < 0;
+    fuzz_read_failed(addr, len, failed);
+    return failed ? -1 : 0;
 }
 
 static int fuzz_dma_write(void *opaque, uint64_t addr, const void *buf,
@@ -165,6 +196,9 @@ static void *fuzz_dma_map(void *opaque, uint64_t addr, size_t *len,
     if (host) {
         fuzz_check_access(addr, *len, is_write);
         F.write_maps += is_write;
+        if (!is_write) {
+            fuzz_read_failed(addr, *len, false);
+        }
     }
     return host;
 }
@@ -185,6 +219,7 @@ static void fuzz_watch_dma(const uint8_t *hdr)
     F.rng.s = 0x2545f4914f6cdd1dull ^ hdr[5];
     F.writes_failed = 0;
     F.write_maps = 0;
+    F.nretry = 0;
     memdma_ops = R.s.mem.dma;
     R.s.mem.dma.read = fuzz_dma_read;
     R.s.mem.dma.write = fuzz_dma_write;
@@ -350,9 +385,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     fuzz_drain_tx(&c, true);
-    if (F.writes_failed && R.s.qp->state == RNIC_QP_RTS) {
-        fuzz_fail("%u DMA writes failed and the QP is still in RTS",
-                  F.writes_failed);
+    if (R.s.qp->state == RNIC_QP_RTS &&
+        (F.writes_failed || (F.nretry && F.nretry <= FUZZ_MAX_RETRIES))) {
+        fuzz_fail("%u DMA writes and %u reads failed (never retried) and "
+                  "the QP is still in RTS", F.writes_failed, F.nretry);
     }
     if (R.cfg & RXS_CFG_ABORT) {
         rnic_ep_modify(R.s.ep, RNIC_QP_ERROR);
