@@ -43,6 +43,7 @@
 #define OP_TERMINATE    0x7
 #define OP_IMM          0x8
 #define OP_ATOMIC_REQ   0xa
+#define OP_ATOMIC_RESP  0xb
 
 enum ending { END_FIN, END_CLOSE, END_RST };
 
@@ -230,6 +231,9 @@ static void clean_write(Hostile *h)
     *w = (CleanWrite) { h->next_off, len, (uint8_t)h->nw, !h->poisoned };
     h->next_off += len + rnd(h, 64);
     n = tagged(u, 0x0, h->stag, IOVA + w->off);
+    if (rnd(h, 4) == 0) {
+        u[0] &= ~0x40;      /* not the last segment: valid for a Write */
+    }
     for (uint32_t i = 0; i < len; i++) {
         u[n + i] = pattern(w->off + i, w->salt);
     }
@@ -248,7 +252,8 @@ static void clean_send(Hostile *h)
         return;
     }
     h->recvs_left--;
-    n = untagged(h, u, imm ? OP_IMM : OP_SEND + 2 * rnd(h, 2), 0, 0);
+    n = untagged(h, u, imm ? OP_IMM + rnd(h, 2) : OP_SEND + 2 * rnd(h, 2),
+                 0, 0);
     memset(u + n, 0x77, len);
     fpdu(h, u, n + len, false);
 }
@@ -328,13 +333,14 @@ static void poison(Hostile *h)
     case 9:     /* Read of a STag we have no rights to */
         n = read_req(h, u, foreign_stag(h), IOVA, 1 + rnd(h, 64));
         break;
-    case 10:    /* Atomic: the buffer grants no atomics */
-        n = untagged(h, u, OP_ATOMIC_REQ, 0, 3) + 52;
+    case 10:    /* Atomic Request (no atomic rights), or a Response */
+        n = untagged(h, u, rnd(h, 2) ? OP_ATOMIC_RESP : OP_ATOMIC_REQ, 0,
+                     3) + 52;
         stl_be_p(u + 26, h->stag);
         stq_be_p(u + 30, IOVA);
         break;
     case 11:    /* Send with Invalidate of a STag that is not there */
-        n = untagged(h, u, OP_SEND_INV, foreign_stag(h), 0);
+        n = untagged(h, u, OP_SEND_INV + 2 * rnd(h, 2), foreign_stag(h), 0);
         break;
     default:    /* our own Terminate */
         n = untagged(h, u, OP_TERMINATE, 0, 2) + 4;
