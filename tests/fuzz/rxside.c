@@ -223,6 +223,17 @@ static void rxs_window(struct rxs *r, enum rxs_window i)
     ck_assert_int_eq(rxs_bind(r, i, rxs_window_to(i), 0x71), RNIC_STAG_OK);
 }
 
+/* Consuming receive @recv_id of our receive queue invalidates @stag. */
+static enum rnic_stag_status rxs_link(struct rxs *r, uint32_t stag,
+                                      uint64_t recv_id)
+{
+    struct rnic_recv_owner owner = {
+        rnic_qp_recv_queue(r->s.qp), r->s.pd, r->s.qp->qpn,
+    };
+
+    return rnic_stag_link_to_recv(r->s.stags, stag, &owner, recv_id);
+}
+
 /* Our own work: the peer's regions are laid out as ours are. */
 static void rxs_post_sq_work(struct rxs *r)
 {
@@ -256,7 +267,6 @@ void rxs_setup(struct rxs *r, uint8_t cfg, uint8_t cfg2, bool peer)
         0, RNIC_MPA_RTR_SEND, RNIC_MPA_RTR_WRITE, RNIC_MPA_RTR_READ,
     };
     struct rnic_mpa_result mpa[2];
-    struct rnic_recv_owner owner;
 
     memset(r, 0, sizeof(*r));
     r->cfg = cfg;
@@ -285,11 +295,8 @@ void rxs_setup(struct rxs *r, uint8_t cfg, uint8_t cfg2, bool peer)
                 len, r->s.lkey, RXS_RECV_ID + i);
     }
     /* the last receive: seeds.c writes to the region before using it */
-    owner = (struct rnic_recv_owner) {
-        rnic_qp_recv_queue(r->s.qp), r->s.pd, r->s.qp->qpn,
-    };
-    if (rnic_stag_link_to_recv(r->s.stags, r->stag[RXS_LINKED], &owner,
-                               RXS_RECV_ID + RXS_NRECV - 1) != RNIC_STAG_OK) {
+    if (rxs_link(r, r->stag[RXS_LINKED], RXS_RECV_ID + RXS_NRECV - 1) !=
+        RNIC_STAG_OK) {
         ck_abort_msg("cannot link the region to a receive");
     }
     if (cfg & RXS_CFG_SQ_WORK) {
@@ -347,7 +354,7 @@ static void rxs_link_recv(struct rxs *r, uint32_t stag)
     if (ret == 0) {
         rxs_add(r->wr_ok, &r->nwr_ok, epf_addr(off), RXS_EV_RECV_LEN,
                 r->s.lkey, wr.wr_id);
-        rnic_stag_link_to_recv(r->s.stags, stag, wr.wr_id);
+        rxs_link(r, stag, wr.wr_id);
     }
 }
 
