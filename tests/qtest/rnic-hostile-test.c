@@ -573,7 +573,7 @@ static void test_hostile_streams(void)
                     .split = g_rand_new() };
     g_test_message("seed %u (RNIC_HOSTILE_SEED=%u repeats this run)", seed,
                    seed);
-    rnic_test_start(&h.t, ",id=dev");
+    rnic_test_start(&h.t, ",id=dev,listen-allow=127.0.0.1");
     rnic_test_enable(&h.t);
     h.pdn = rnic_create_pd(&h.t);
     h.mem = guest_alloc(h.t.alloc, BUF_LEN + 2 * GUARD);
