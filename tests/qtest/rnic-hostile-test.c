@@ -603,6 +603,6 @@ static void test_hostile_streams(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    qtest_add_func("/rnic/hostile/streams", test_hostile_streams);
+    rnic_test_add_both("/rnic/hostile/streams", test_hostile_streams);
     return g_test_run();
 }
