@@ -34,7 +34,7 @@ FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
 # Our files inside QEMU's build: QEMU builds without -Werror, we do not.
 OUR_QEMU_FILES := (hw/rnic|rnic-core|qtest/rnic|libqos/rnic)
 RNIC_QTESTS := rnic-test rnic-cm-test rnic-dp-test rnic-peer-test \
-               rnic-limits-test
+               rnic-limits-test rnic-hostile-test
 QTESTS     := $(RNIC_QTESTS) device-introspect-test
 # The sanitizer build (build/qemu-san) reports through these: a finding
 # kills QEMU, so the qtest that drove it fails.  Leaks at exit are QEMU's

@@ -64,7 +64,8 @@ wire "$qemu/hw/meson.build" \
 wire "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
 wire "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
 qtests="'rnic-test', 'rnic-cm-test', 'rnic-dp-test', 'rnic-peer-test',"
-qtests="$qtests 'rnic-limits-test', 'rnic-device-bench'"
+qtests="$qtests 'rnic-limits-test', 'rnic-device-bench',"
+qtests="$qtests 'rnic-hostile-test'"
 wire "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
     "qtests_x86_64 += [$qtests] $mark"
 wire "$qemu/tests/qtest/libqos/meson.build" "^        'e1000e.c',$" \

@@ -4,7 +4,12 @@
  * header each target reads at the start of its input, and how chunk
  * sizes come out of it.
  *
- *   fuzz_rx:   cfg (enum rxs_cfg), chunk, seed; then the received stream
+ *   fuzz_rx:   cfg (enum rxs_cfg), chunk, seed, cfg2 (enum rxs_cfg2),
+ *              fault rate, fault seed, then FUZZ_RX_EVENTS pairs (chunk
+ *              index, what: enum rxs_event_kind | target << 3); then the
+ *              received stream.  Event k happens before the chunk of that
+ *              index is received; with a fault bit of cfg2 set, each DMA
+ *              call of that kind fails with probability rate / 256.
  *   fuzz_mpa:  flags (enum fuzz_mpa_flags), rtr/ird, ord, chunk, seed;
  *              then the peer's bytes (its MPA frame, maybe FPDUs after)
  *   fuzz_fpdu: flags (FUZZ_FPDU_*), chunk, seed; then the stream
@@ -19,7 +24,8 @@
 #include <stdint.h>
 #include "support/epfix.h"
 
-#define FUZZ_RX_HDR     3
+#define FUZZ_RX_EVENTS  4
+#define FUZZ_RX_HDR     (6 + 2 * FUZZ_RX_EVENTS)
 #define FUZZ_MPA_HDR    5
 #define FUZZ_FPDU_HDR   3
 

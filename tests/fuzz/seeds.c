@@ -51,6 +51,20 @@ static void seed_write(const char *target, const char *name,
     nseeds++;
 }
 
+/* A fuzz_rx header: whole chunks, no faults, no events. */
+static void rx_hdr_init(uint8_t *hdr, uint8_t cfg, uint8_t cfg2)
+{
+    memset(hdr, 0, FUZZ_RX_HDR);
+    hdr[0] = cfg;
+    hdr[1] = 15;
+    hdr[2] = 1;
+    hdr[3] = cfg2;
+    for (int k = 0; k < FUZZ_RX_EVENTS; k++) {
+        hdr[6 + 2 * k] = 0xff;
+        hdr[7 + 2 * k] = 0xff;      /* kind 7: none */
+    }
+}
+
 /* ---- from the captures ---- */
 
 struct cut {
@@ -97,10 +111,7 @@ static void capture_dir(const char *name, const struct pcap_tcp_dir *d,
     size_t n = fpdu_prefix(fpdus, d->len - frame_len, crc);
     size_t extra = d->len - frame_len < 64 ? d->len - frame_len : 64;
     /* the receiver of a Reply sent the Request: the initiator */
-    uint8_t rx_hdr[FUZZ_RX_HDR] = {
-        (crc ? RXS_CFG_CRC : 0) | (reply ? RXS_CFG_INITIATOR : 0) | rtr,
-        15, 1,
-    };
+    uint8_t rx_hdr[FUZZ_RX_HDR];
     uint8_t mpa_hdr[FUZZ_MPA_HDR] = {
         (reply ? FUZZ_MPA_INITIATOR : 0) | RNIC_MPA_CRC_ACCEPT <<
         FUZZ_MPA_CRC_SHIFT | FUZZ_MPA_STRICT_IRD, 0x7 | 6 << 4, 16, 16, 3,
@@ -108,6 +119,8 @@ static void capture_dir(const char *name, const struct pcap_tcp_dir *d,
     uint8_t fpdu_hdr[FUZZ_FPDU_HDR] = { crc ? FUZZ_FPDU_CRC : 0, 15, 1 };
     char seed[512];
 
+    rx_hdr_init(rx_hdr, (crc ? RXS_CFG_CRC : 0) |
+                (reply ? RXS_CFG_INITIATOR : 0) | rtr, 0);
     snprintf(seed, sizeof(seed), "%s-%s", name, reply ? "rep" : "req");
     seed_write("fuzz_mpa", seed, mpa_hdr, sizeof(mpa_hdr), d->data,
                (size_t)frame_len + extra);
@@ -207,60 +220,148 @@ static size_t synth_pump(struct rxs *from, struct rxs *to, bool keep)
 
 static struct rnic_send_wr synth_wr(struct rxs *peer, uint64_t id,
                                     enum rnic_wr_opcode op, uint32_t len,
-                                    enum rxs_region target, uint64_t off)
+                                    uint32_t stag, uint64_t to)
 {
     struct rnic_send_wr wr = epf_wr(id, op, peer->s.lkey, 0x90000, len);
 
     /* both sides register alike: the peer's STags are ours */
-    wr.remote_stag = peer->stag[target];
-    wr.remote_to = rxs_region_addr(target) + off;
+    wr.remote_stag = stag;
+    wr.remote_to = to;
     return wr;
 }
 
-/* The peer runs every operation against a receiver configured by @cfg. */
-static void synth_rx(uint8_t cfg)
+static struct rnic_send_wr synth_region(struct rxs *peer, uint64_t id,
+                                        enum rnic_wr_opcode op, uint32_t len,
+                                        enum rxs_region target, uint64_t off)
 {
-    static struct rxs peer, rx;
-    struct rnic_send_wr wr[10];
-    uint8_t hdr[FUZZ_RX_HDR] = { cfg, 15, 1 };
-    char name[64];
+    return synth_wr(peer, id, op, len, peer->stag[target],
+                    rxs_region_to(target) + off);
+}
 
-    rxs_setup(&rx, cfg, false);
-    rxs_setup(&peer, cfg, true);
-    wr[0] = synth_wr(&peer, 1, RNIC_WR_WRITE, 3000, RXS_WRITE, 10);
-    wr[1] = synth_wr(&peer, 2, RNIC_WR_WRITE, 100, RXS_LINKED, 0);
-    wr[2] = synth_wr(&peer, 3, RNIC_WR_SEND, 700, RXS_WRITE, 0);
-    wr[3] = synth_wr(&peer, 4, RNIC_WR_WRITE, 4096, RXS_ONE_SHOT, 0);
-    wr[4] = synth_wr(&peer, 5, RNIC_WR_READ, 2000, RXS_READ_WRITE, 5);
-    wr[5] = synth_wr(&peer, 6, RNIC_WR_ATOMIC_FETCH_ADD, 8, RXS_ATOMIC, 16);
-    wr[6] = synth_wr(&peer, 7, RNIC_WR_ATOMIC_CMP_SWAP, 8, RXS_ATOMIC, 24);
-    wr[7] = synth_wr(&peer, 8, RNIC_WR_IMM_DATA_SE, 0, RXS_WRITE, 0);
+static struct rnic_send_wr synth_window(struct rxs *peer, uint64_t id,
+                                        enum rnic_wr_opcode op, uint32_t len,
+                                        enum rxs_window target, uint64_t off)
+{
+    return synth_wr(peer, id, op, len, peer->mw[target],
+                    rxs_window_to(target) + off);
+}
+
+#define SYNTH_NWR   16
+
+/* Every operation, on every kind of region and window. */
+static void synth_wrs(struct rxs *peer, const struct rxs *rx,
+                      struct rnic_send_wr *wr)
+{
+    wr[0] = synth_region(peer, 1, RNIC_WR_WRITE, 3000, RXS_WRITE, 10);
+    wr[1] = synth_region(peer, 2, RNIC_WR_WRITE, 100, RXS_LINKED, 0);
+    wr[2] = synth_region(peer, 3, RNIC_WR_SEND, 700, RXS_WRITE, 0);
+    wr[3] = synth_region(peer, 4, RNIC_WR_WRITE, 4096, RXS_ONE_SHOT, 0);
+    wr[4] = synth_region(peer, 5, RNIC_WR_READ, 2000, RXS_READ_WRITE, 5);
+    wr[5] = synth_region(peer, 6, RNIC_WR_ATOMIC_FETCH_ADD, 8, RXS_ATOMIC,
+                         16);
+    wr[6] = synth_region(peer, 7, RNIC_WR_ATOMIC_CMP_SWAP, 8, RXS_ATOMIC,
+                         24);
+    wr[7] = synth_region(peer, 8, RNIC_WR_IMM_DATA_SE, 0, RXS_WRITE, 0);
     wr[7].num_sge = 0;
     wr[7].imm_data = 0x12345678;
-    wr[8] = synth_wr(&peer, 9, RNIC_WR_SEND_SE_INV, 50, RXS_WRITE, 0);
-    wr[8].invalidate_stag = rx.stag[RXS_WRITE];
-    wr[9] = synth_wr(&peer, 10, RNIC_WR_WRITE, 0, RXS_READ_WRITE, 0);
+    wr[8] = synth_region(peer, 9, RNIC_WR_SEND_SE_INV, 50, RXS_WRITE, 0);
+    wr[8].invalidate_stag = rx->stag[RXS_WRITE];
+    wr[9] = synth_region(peer, 10, RNIC_WR_WRITE, 0, RXS_READ_WRITE, 0);
     wr[9].num_sge = 0;
-    for (size_t i = 0; i < sizeof(wr) / sizeof(wr[0]); i++) {
+    /* across the pages of a page list, and through both windows */
+    wr[10] = synth_region(peer, 11, RNIC_WR_WRITE, 5000, RXS_PAGES, 3000);
+    wr[11] = synth_region(peer, 12, RNIC_WR_READ, 3000, RXS_PAGES, 7000);
+    wr[12] = synth_window(peer, 13, RNIC_WR_WRITE, 700, RXS_MW1, 100);
+    wr[13] = synth_window(peer, 14, RNIC_WR_READ, 1000, RXS_MW1, 4000);
+    wr[14] = synth_window(peer, 15, RNIC_WR_ATOMIC_CMP_SWAP, 8, RXS_MW2, 8);
+    wr[15] = synth_window(peer, 16, RNIC_WR_SEND_INV, 64, RXS_MW2, 0);
+    wr[15].invalidate_stag = rx->mw[RXS_MW2];
+}
+
+/*
+ * Variants of one stream: the consumer changing STags between chunks, the
+ * socket pushing back, DMA failing.  Events: chunk index, what.
+ */
+static const struct synth_variant {
+    const char *name;
+    uint8_t cfg2, rate;
+    uint8_t ev[FUZZ_RX_EVENTS][2];
+} variants[] = {
+    { "inv", RXS_CFG2_STALL, 0, {
+        { 2, RXS_EV_INVALIDATE | RXS_WRITE << 3 },
+        { 4, RXS_EV_LOCAL_INV | (RXS_NREGIONS + RXS_MW2) << 3 },
+        { 6, RXS_EV_DESTROY | (RXS_NREGIONS + RXS_MW1) << 3 },
+        { 8, RXS_EV_REBIND | (RXS_NREGIONS + RXS_MW2) << 3 } } },
+    { "relink", 0, 0, {
+        { 1, RXS_EV_LINK_RECV | RXS_PAGES << 3 },
+        { 3, RXS_EV_DESTROY | RXS_READ_WRITE << 3 },
+        { 5, RXS_EV_REBIND | (RXS_NREGIONS + RXS_MW1) << 3 },
+        { 7, RXS_EV_REBIND | RXS_PAGES << 3 } } },
+    { "lkey", RXS_CFG2_STALL, 0, {
+        { 0, RXS_EV_LOCAL_INV | RXS_ONE_SHOT << 3 },
+        { 9, RXS_EV_INVALIDATE | (RXS_EV_TARGETS - 1) << 3 },
+        { 0xff, 0xff }, { 0xff, 0xff } } },
+    { "faults", RXS_CFG2_FAIL_READ | RXS_CFG2_FAIL_WRITE |
+      RXS_CFG2_FAIL_MAP, 6, {
+        { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff } } },
+    { "wfail", RXS_CFG2_FAIL_MAP | RXS_CFG2_FAIL_WRITE, 90, {
+        { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff } } },
+    { "mapfail", RXS_CFG2_FAIL_MAP | RXS_CFG2_STALL, 128, {
+        { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff }, { 0xff, 0xff } } },
+};
+
+static void synth_variants(const char *name, uint8_t cfg, uint8_t cfg2)
+{
+    uint8_t hdr[FUZZ_RX_HDR];
+    char seed[96];
+
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        rx_hdr_init(hdr, cfg, cfg2 | variants[v].cfg2);
+        hdr[1] = 9;         /* many chunks, for the events to fall between */
+        hdr[4] = variants[v].rate;
+        hdr[5] = (uint8_t)v;
+        memcpy(hdr + 6, variants[v].ev, sizeof(variants[v].ev));
+        snprintf(seed, sizeof(seed), "%s-%s", name, variants[v].name);
+        seed_write("fuzz_rx", seed, hdr, sizeof(hdr), stream, stream_len);
+    }
+}
+
+/* The peer runs every operation against a receiver configured so. */
+static void synth_rx(uint8_t cfg, uint8_t cfg2)
+{
+    static struct rxs peer, rx;
+    struct rnic_send_wr wr[SYNTH_NWR];
+    uint8_t hdr[FUZZ_RX_HDR];
+    char name[64];
+
+    rxs_setup(&rx, cfg, cfg2, false);
+    rxs_setup(&peer, cfg, cfg2, true);
+    synth_wrs(&peer, &rx, wr);
+    for (size_t i = 0; i < SYNTH_NWR; i++) {
         epf_post(&peer.s, &wr[i]);
     }
     stream_len = 0;
     while (synth_pump(&peer, &rx, true) + synth_pump(&rx, &peer, false)) {
     }
-    snprintf(name, sizeof(name), "engine-%02x", cfg);
+    snprintf(name, sizeof(name), "engine-%02x-%02x", cfg, cfg2);
     /* a seed the receiver refuses would only test the refusal */
     if (rx.s.term_sent || peer.s.term_sent || rx.s.qp->state != RNIC_QP_RTS ||
-        rnic_cq_count(peer.s.scq) < sizeof(wr) / sizeof(wr[0])) {
+        rnic_cq_count(peer.s.scq) < SYNTH_NWR) {
         fprintf(stderr, "seeds: %s: the operations did not all go "
-                "through (terminate %u/%u, %u completions)\n", name,
+                "through (terminate %u/%u: %s, %u completions)\n", name,
                 rx.s.term_sent, peer.s.term_sent,
+                rnic_term_code_str(rx.s.term_sent ? rx.s.sent_code
+                                                  : peer.s.sent_code),
                 rnic_cq_count(peer.s.scq));
         exit(1);
     }
+    rx_hdr_init(hdr, cfg, cfg2);
     seed_write("fuzz_rx", name, hdr, sizeof(hdr), stream, stream_len);
     hdr[1] = 7;
     strcat(name, "-small");
     seed_write("fuzz_rx", name, hdr, sizeof(hdr), stream, stream_len);
+    name[strlen(name) - strlen("-small")] = '\0';
+    synth_variants(name, cfg, cfg2);
     rxs_teardown(&peer);
     rxs_teardown(&rx);
 }
@@ -344,7 +445,9 @@ static void from_engines(void)
     };
 
     for (size_t i = 0; i < sizeof(rx_cfgs); i++) {
-        synth_rx(rx_cfgs[i]);
+        synth_rx(rx_cfgs[i], 0);
+        synth_rx(rx_cfgs[i], RXS_CFG2_MARKERS |
+                 (i & 1 ? RXS_CFG2_SHORT_MAPS : 0));
     }
     for (uint8_t f = 0; f < 4; f++) {
         synth_fpdu(f);
