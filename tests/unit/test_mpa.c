@@ -5,7 +5,7 @@
 #include "mpa.h"
 #include "suites.h"
 
-/* First frames of hostfwd-lo-*.pcap (testdata/siw-captures/mpa-hexdump.txt) */
+/* First frames of hostfwd-lo-*.pcap (tests/data/siw-captures/mpa-hexdump.txt) */
 #define SIW_KEY_REQ "4d504120494420526571204672616d65"
 #define SIW_KEY_REP "4d504120494420526570204672616d65"
 static const char siw_req_nocrc[] = SIW_KEY_REQ "1002000400010001";
