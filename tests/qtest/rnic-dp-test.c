@@ -408,6 +408,23 @@ static void test_send_with_invalidate(void)
     stop_pair(&a, &b);
 }
 
+/* @n signaled 40000-byte Writes from a into b's buffer, left in flight. */
+static void post_writes(Side *a, Side *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct rnic_sq_wqe w = {
+            .wr_id = cpu_to_le64(i),
+            .opcode = RNIC_WQE_WRITE,
+            .num_sge = 1,
+            .sge[0] = sge(a, 0, 40000),
+            .remote_stag = cpu_to_le32(b->stag),
+            .remote_addr = cpu_to_le64(IOVA),
+        };
+
+        post_send(a, &w);
+    }
+}
+
 /*
  * A system reset while Writes and Sends are in flight: both devices come
  * back in their reset state, and work again from scratch.
@@ -417,18 +434,7 @@ static void test_reset_in_flight(void)
     Side a, b;
 
     connect_pair(&a, &b, NULL, NULL);
-    for (int i = 0; i < 8; i++) {
-        struct rnic_sq_wqe w = {
-            .wr_id = cpu_to_le64(i),
-            .opcode = RNIC_WQE_WRITE,
-            .num_sge = 1,
-            .sge[0] = sge(&a, 0, 40000),
-            .remote_stag = cpu_to_le32(b.stag),
-            .remote_addr = cpu_to_le64(IOVA),
-        };
-
-        post_send(&a, &w);
-    }
+    post_writes(&a, &b, 8);
     qtest_system_reset(a.t.qts);
     rnic_test_after_reset(&a.t);
     rnic_test_after_reset(&b.t);
@@ -439,24 +445,10 @@ static void test_reset_in_flight(void)
     {
         Side a2 = { .t = a.t }, b2 = { .t = b.t };
         const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE;
-        struct rnic_cmd_listen l = {
-            .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
-        };
-        struct rnic_cmd_connect k = { 0 };
-        struct rnic_event ev;
-        struct rnic_cmd cmd;
 
         side_setup(&a2, access);
         side_setup(&b2, access);
-        cmd = rnic_cmd_ok(&a2.t, RNIC_CMD_LISTEN, &l, sizeof(l));
-        k.peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local;
-        k.qpn = cpu_to_le32(b2.qp.qpn);
-        rnic_cmd_ok(&b2.t, RNIC_CMD_CONNECT, &k, sizeof(k));
-        side_expect_event(&a2, RNIC_EV_CONN_REQUEST, &ev);
-        k.conn_id = ev.id;
-        k.qpn = cpu_to_le32(a2.qp.qpn);
-        rnic_cmd_ok(&a2.t, RNIC_CMD_ACCEPT, &k, sizeof(k));
-        side_expect_event(&b2, RNIC_EV_CONN_ESTABLISHED, &ev);
+        rnic_connect_qps(&a2.t, a2.qp.qpn, &b2.t, b2.qp.qpn, 0);
         sends(&a2, &b2);
         stop_pair(&a2, &b2);
     }
@@ -474,18 +466,7 @@ static void test_control_reset_in_flight(void)
     Side a, b;
 
     connect_pair(&a, &b, NULL, NULL);
-    for (int i = 0; i < 8; i++) {
-        struct rnic_sq_wqe w = {
-            .wr_id = cpu_to_le64(i),
-            .opcode = RNIC_WQE_WRITE,
-            .num_sge = 1,
-            .sge[0] = sge(&a, 0, 40000),
-            .remote_stag = cpu_to_le32(b.stag),
-            .remote_addr = cpu_to_le64(IOVA),
-        };
-
-        post_send(&a, &w);
-    }
+    post_writes(&a, &b, 8);
     rnic_wr(&a.t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
     g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_STATUS), ==, 0);
     g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
