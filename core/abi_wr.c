@@ -32,6 +32,7 @@ static const uint8_t cqe_opcode_of_core[RNIC_WC_OPCODE_COUNT] = {
     [RNIC_WC_LOCAL_INV] = RNIC_WQE_LOCAL_INV,
     [RNIC_WC_BIND_MW] = RNIC_WQE_BIND_MW,
     [RNIC_WC_RECV] = RNIC_WQE_RECV,
+    [RNIC_WC_FAST_REG] = RNIC_WQE_FAST_REG,
 };
 
 /* Zero is RNIC_WR_SEND for RNIC_WQE_SEND only; other zeros are holes. */
@@ -45,6 +46,8 @@ static const int8_t wr_opcode_of_abi[] = {
     [RNIC_WQE_IMM_DATA] = RNIC_WR_IMM_DATA,
     [RNIC_WQE_LOCAL_INV] = RNIC_WR_LOCAL_INV,
     [RNIC_WQE_BIND_MW] = RNIC_WR_BIND_MW,
+    [RNIC_WQE_FAST_REG] = RNIC_WR_FAST_REG,
+    [RNIC_WQE_READ_INV] = RNIC_WR_READ_INV,
 };
 
 void rnic_abi_cqe(const struct rnic_cqe *c, uint8_t phase,
@@ -80,6 +83,21 @@ static void sges_of_abi(const struct rnic_wqe_sge *in, uint32_t n,
             .length = le32toh(in[i].length),
         };
     }
+}
+
+static void fast_reg_of_abi(const struct rnic_wqe_fast_reg *in,
+                            struct rnic_fast_reg_params *out)
+{
+    *out = (struct rnic_fast_reg_params) {
+        .pbl_addr = le64toh(in->pbl_addr),
+        .iova = le64toh(in->iova),
+        .length = le64toh(in->length),
+        .npages = le32toh(in->npages),
+        .access = le32toh(in->access),
+        .stag = le32toh(in->stag),
+        .first_byte_offset = le32toh(in->first_byte_offset),
+        .page_shift = in->page_shift,
+    };
 }
 
 static bool opcode_ok(uint8_t op)
@@ -145,6 +163,10 @@ const char *rnic_abi_send_wr(const struct rnic_sq_wqe *w,
             .length = le32toh(w->sge[0].length),
             .access = le32toh(w->bind_access) & 0xffffff,
         };
+        wr->num_sge = 0;
+    }
+    if (wr->opcode == RNIC_WR_FAST_REG) {
+        fast_reg_of_abi(&w->fr, &wr->fast_reg);
         wr->num_sge = 0;
     }
     return NULL;

@@ -193,6 +193,8 @@ const char *rnic_wr_opcode_str(enum rnic_wr_opcode op)
         [RNIC_WR_IMM_DATA_SE] = "IMM_DATA_SE",
         [RNIC_WR_LOCAL_INV] = "LOCAL_INV",
         [RNIC_WR_BIND_MW] = "BIND_MW",
+        [RNIC_WR_FAST_REG] = "FAST_REG",
+        [RNIC_WR_READ_INV] = "READ_INV",
     };
 
     return RNIC_NAME(names, op);
@@ -231,6 +233,7 @@ const char *rnic_wc_opcode_str(enum rnic_wc_opcode op)
         [RNIC_WC_LOCAL_INV] = "LOCAL_INV",
         [RNIC_WC_BIND_MW] = "BIND_MW",
         [RNIC_WC_RECV] = "RECV",
+        [RNIC_WC_FAST_REG] = "FAST_REG",
     };
 
     return RNIC_NAME(names, op);
@@ -251,7 +254,21 @@ enum rnic_wc_opcode rnic_wc_opcode_of(enum rnic_wr_opcode op)
         [RNIC_WR_IMM_DATA_SE] = RNIC_WC_IMM_DATA,
         [RNIC_WR_LOCAL_INV] = RNIC_WC_LOCAL_INV,
         [RNIC_WR_BIND_MW] = RNIC_WC_BIND_MW,
+        [RNIC_WR_FAST_REG] = RNIC_WC_FAST_REG,
+        [RNIC_WR_READ_INV] = RNIC_WC_READ,
     };
 
     return (unsigned)op < RNIC_WR_OPCODE_COUNT ? map[op] : RNIC_WC_SEND;
+}
+
+const char *rnic_cq_armed_str(const struct rnic_cq *cq)
+{
+    switch (cq->armed) {
+    case RNIC_CQ_ARMED_NEXT:
+        return "next";
+    case RNIC_CQ_ARMED_SOLICITED:
+        return "solicited";
+    default:
+        return "no";
+    }
 }

@@ -67,5 +67,7 @@ void rnic_cq_arm(struct rnic_cq *cq, enum rnic_cq_arm how);
 uint32_t rnic_cq_depth(const struct rnic_cq *cq);
 uint32_t rnic_cq_count(const struct rnic_cq *cq);
 bool rnic_cq_overflowed(const struct rnic_cq *cq);
+/* "no", "next" or "solicited": what the next CQE would signal. */
+const char *rnic_cq_armed_str(const struct rnic_cq *cq);
 
 #endif /* RNIC_CQ_H */

@@ -199,18 +199,60 @@ uint32_t rnic_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 #endif
 
 typedef uint32_t crc32c_fn(uint32_t crc, const void *buf, size_t len);
+typedef uint32_t crc32c_copy_fn(uint32_t crc, void *dst, const void *src,
+                                size_t len);
 
-static uint32_t crc32c_resolve(uint32_t crc, const void *buf, size_t len);
+static crc32c_fn *crc32c_impl;
+static crc32c_copy_fn *crc32c_copy_impl;
 
-static crc32c_fn *crc32c_impl = crc32c_resolve;
-
-static uint32_t crc32c_resolve(uint32_t crc, const void *buf, size_t len)
+static uint32_t crc32c_copy_plain(uint32_t crc, void *dst, const void *src,
+                                  size_t len)
 {
-    crc32c_impl = rnic_crc32c_hw_available() ? rnic_crc32c_hw : rnic_crc32c_sw;
-    return crc32c_impl(crc, buf, len);
+    memcpy(dst, src, len);
+    return rnic_crc32c(crc, src, len);
+}
+
+/*
+ * cpuid at run time: QEMU may run on another CPU than it was built on.
+ * The 128-bit PCLMULQDQ fold is not chosen: `make bench` measured it
+ * below the crc32 streams even on 1460 octets (14 against 16 GB/s).
+ * Idempotent, so two first callers (main loop and an IOThread) racing
+ * is harmless.
+ */
+static void crc32c_pick(void)
+{
+    crc32c_copy_fn *copy = crc32c_copy_plain;
+    crc32c_fn *fn = rnic_crc32c_sw;
+
+    if (rnic_crc32c_vpclmul_available()) {
+        fn = rnic_crc32c_vpclmul;
+        copy = rnic_crc32c_copy_vpclmul;
+    } else if (rnic_crc32c_hw_available()) {
+        fn = rnic_crc32c_hw;
+    }
+    __atomic_store_n(&crc32c_copy_impl, copy, __ATOMIC_RELAXED);
+    __atomic_store_n(&crc32c_impl, fn, __ATOMIC_RELAXED);
 }
 
 uint32_t rnic_crc32c(uint32_t crc, const void *buf, size_t len)
 {
-    return crc32c_impl(crc, buf, len);
+    crc32c_fn *fn = __atomic_load_n(&crc32c_impl, __ATOMIC_RELAXED);
+
+    if (!fn) {
+        crc32c_pick();
+        fn = __atomic_load_n(&crc32c_impl, __ATOMIC_RELAXED);
+    }
+    return fn(crc, buf, len);
+}
+
+uint32_t rnic_crc32c_copy(uint32_t crc, void *dst, const void *src,
+                          size_t len)
+{
+    crc32c_copy_fn *fn = __atomic_load_n(&crc32c_copy_impl, __ATOMIC_RELAXED);
+
+    if (!fn) {
+        crc32c_pick();
+        fn = __atomic_load_n(&crc32c_copy_impl, __ATOMIC_RELAXED);
+    }
+    return fn(crc, dst, src, len);
 }

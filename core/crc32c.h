@@ -25,6 +25,27 @@ uint32_t rnic_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 uint32_t rnic_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 bool rnic_crc32c_hw_available(void);
 
+/*
+ * Carry-less multiply folding (crc32c_fold.c): PCLMULQDQ on 128-bit lanes,
+ * or VPCLMULQDQ on 512-bit registers (AVX-512).  Each falls back to
+ * rnic_crc32c_hw() under 64 octets; call only when its _available() says.
+ */
+uint32_t rnic_crc32c_clmul(uint32_t crc, const void *buf, size_t len);
+bool rnic_crc32c_clmul_available(void);
+uint32_t rnic_crc32c_vpclmul(uint32_t crc, const void *buf, size_t len);
+bool rnic_crc32c_vpclmul_available(void);
+/* rnic_crc32c_copy()'s VPCLMULQDQ body: one read of @src. */
+uint32_t rnic_crc32c_copy_vpclmul(uint32_t crc, void *dst, const void *src,
+                                  size_t len);
+
+/*
+ * Copies @len octets from @src to @dst (not overlapping) and returns the
+ * CRC of them continued from @crc, reading the source once where the CPU
+ * allows (VPCLMULQDQ), else memcpy() then rnic_crc32c().
+ */
+uint32_t rnic_crc32c_copy(uint32_t crc, void *dst, const void *src,
+                          size_t len);
+
 /* The CRC field as it is sent (checked against siw's FPDUs). */
 static inline void rnic_crc32c_store(void *field, uint32_t crc)
 {

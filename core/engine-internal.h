@@ -73,7 +73,7 @@ struct rnic_tx_fpdu {
     uint8_t hdr[RNIC_MPA_HDR_LEN + RNIC_EP_CTL_MAX];
     struct rnic_mem_iov map[RNIC_EP_TX_MAPS];
     size_t nmap;
-    struct rnic_fpdu_out out;
+    struct rnic_fpdu_out *out;  /* in ep->outs: see RNIC_FPDU_OUT_UNMARKED */
 };
 
 /* What the response to one inbound Read/Atomic Request needs beyond
@@ -103,6 +103,8 @@ struct rnic_ep {
     uint32_t mulpdu;
     const struct rnic_ep_ops *ops;
     void *opaque;
+    uint64_t *rx_op_count;      /* [16] or NULL */
+    uint64_t *tx_op_count;      /* [16] or NULL */
 
     /* RFC 6581 */
     bool rtr_tx;                /* initiator: RTR still to send */
@@ -117,6 +119,7 @@ struct rnic_ep {
     /* FPDUs framed and not yet sent whole, oldest first (only the oldest
      * may be partly sent); RNIC_EP_TX_BATCH_FPDUS entries. */
     struct rnic_tx_fpdu *ring;
+    uint8_t *outs;              /* each entry's framed FPDU (its ->out) */
     uint32_t ring_head;
     uint32_t ring_count;
     uint32_t offered;           /* of those, handed out since the advance */
@@ -165,6 +168,9 @@ bool rnic_ep_sending_allowed(const struct rnic_ep *ep);
 bool rnic_tx_build_next(struct rnic_ep *ep);
 
 /* A WR failed locally: its CQE, our Terminate, QP to ERROR. */
+/* tx_fast_reg.c: a FAST_REG work request, its page list read now. */
+enum rnic_wc_status rnic_tx_fast_reg(struct rnic_ep *ep,
+                                     const struct rnic_fast_reg_params *p);
 void rnic_tx_wr_failed(struct rnic_ep *ep, struct rnic_send_wr *wr,
                        enum rnic_wc_status status);
 
@@ -220,6 +226,12 @@ static inline uint32_t rnic_ep_irq_slot(const struct rnic_ep *ep,
                                         uint32_t off)
 {
     return rnic_ring_slot(ep->qp->irq.head, off, ep->qp->attr.max_ird);
+}
+
+/* What a kernel QP adds to its local accesses (the physical STag). */
+static inline unsigned rnic_ep_priv(const struct rnic_ep *ep)
+{
+    return ep->qp->attr.privileged ? RNIC_ACCESS_PRIVILEGED : 0;
 }
 
 #endif /* RNIC_ENGINE_INTERNAL_H */

@@ -99,6 +99,12 @@ struct rnic_ep_params {
     uint32_t mulpdu;                /* 0: from emss and markers */
     const struct rnic_ep_ops *ops;
     void *opaque;
+    /*
+     * optional, [16] by RDMAP opcode: FPDUs received whole (CRC good), and
+     * FPDUs sent whole
+     */
+    uint64_t *rx_op_count;
+    uint64_t *tx_op_count;
 };
 
 /*

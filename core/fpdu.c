@@ -289,9 +289,11 @@ static size_t rx_copy(struct rnic_fpdu_rx *rx, const uint8_t *p, size_t len)
     if (rx->phase == RNIC_FPDU_RX_HDR && rx->got == 0) {
         rx->hdr_pos = rx->pos;
     }
-    memcpy(dst, p, len);
+    /* Copy and CRC in one pass over the input (the FPDU's own CRC aside). */
     if (rx->phase != RNIC_FPDU_RX_CRC) {
-        rx->crc_acc = rnic_crc32c(rx->crc_acc, p, len);
+        rx->crc_acc = rnic_crc32c_copy(rx->crc_acc, dst, p, len);
+    } else {
+        memcpy(dst, p, len);
     }
     rx->got += len;
     rx->pos += len;

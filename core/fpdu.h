@@ -49,16 +49,25 @@ struct rnic_fpdu_tx {
     uint32_t pos;           /* stream octets sent since the first FPDU */
 };
 
-/* One framed FPDU; iov[] may point into this struct and the ULPDU. */
+/*
+ * One framed FPDU; iov[] may point into this struct and the ULPDU.  The
+ * arrays sized for markers come last: framing without markers touches
+ * only the first RNIC_FPDU_OUT_UNMARKED octets (ULPDU_LENGTH, at most
+ * RNIC_FPDU_TX_MAX_PIECES pieces, pad and CRC), and an endpoint's
+ * transmit ring keeps no more than that per FPDU when markers are off.
+ */
 struct rnic_fpdu_out {
-    struct iovec iov[RNIC_FPDU_TX_MAX_IOV];
     int iovcnt;
     size_t len;
     uint8_t hdr[RNIC_MPA_HDR_LEN];
     uint8_t trailer[3 + RNIC_MPA_CRC_LEN];      /* pad, then CRC */
-    struct rnic_mpa_marker markers[RNIC_FPDU_MAX_MARKERS];
     unsigned nmarkers;
+    struct iovec iov[RNIC_FPDU_TX_MAX_IOV];
+    struct rnic_mpa_marker markers[RNIC_FPDU_MAX_MARKERS];
 };
+
+#define RNIC_FPDU_OUT_UNMARKED \
+    offsetof(struct rnic_fpdu_out, iov[RNIC_FPDU_TX_MAX_PIECES + 3])
 
 void rnic_fpdu_tx_init(struct rnic_fpdu_tx *tx, bool crc, bool markers);
 /*

@@ -246,21 +246,35 @@ static int mpa_negotiate_common(const struct rnic_mpa_params *local,
     return err;
 }
 
-/* Responder's RTR choice: one type both sides support, lowest bit first. */
+/*
+ * RFC 6581 peer-to-peer mode, responder side: the Reply names exactly one
+ * of the RTR types the Request offered.  Preference goes to the one that
+ * costs least: a zero-length Write (nothing to answer, no receive used),
+ * then a Read (one empty Read Response), then a Send (as siw prefers
+ * Write to Read).  A peer-to-peer Request none of whose types we take is
+ * refused: a Reply without peer-to-peer mode would leave an initiator
+ * that needs it to Terminate anyway.  One that offers no type at all
+ * (siw built with peer_to_peer and rtr_type MPA_V2_RDMA_NO_RTR) will not
+ * send an RTR whatever we answer, so it gets client-server mode.
+ */
 static int mpa_choose_rtr(uint8_t ours, const struct rnic_mpa_frame *req,
                           uint8_t *rtr)
 {
-    uint8_t common = ours & req->rtr;
+    static const uint8_t pref[] = {
+        RNIC_MPA_RTR_WRITE, RNIC_MPA_RTR_READ, RNIC_MPA_RTR_SEND,
+    };
 
     *rtr = 0;
-    if (!req->p2p || !ours) {
+    if (!req->p2p || !req->rtr) {
         return RNIC_MPA_OK;
     }
-    if (!common) {
-        return RNIC_MPA_ERR_RTR;
+    for (size_t i = 0; i < sizeof(pref); i++) {
+        if (ours & req->rtr & pref[i]) {
+            *rtr = pref[i];
+            return RNIC_MPA_OK;
+        }
     }
-    *rtr = common & -common;
-    return RNIC_MPA_OK;
+    return RNIC_MPA_ERR_RTR;
 }
 
 /* Both sides first check their own parameters and the peer's revision. */
@@ -394,6 +408,12 @@ static int mpa_conn_fail(struct rnic_mpa_conn *c, int err)
     c->state = RNIC_MPA_FAILED;
     c->err = err;
     c->out_len = 0;
+    if (c->initiator && rnic_mpa_err_is_term(err)) {
+        int len = rnic_mpa_build_term(&c->result, err, c->out,
+                                      sizeof(c->out));
+
+        c->out_len = len > 0 ? (size_t)len : 0;
+    }
     /* a stream that is not MPA at all gets no Reply */
     if (!c->initiator && err != RNIC_MPA_ERR_KEY) {
         const char *why = rnic_mpa_strerror(err);

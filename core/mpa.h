@@ -42,7 +42,12 @@ struct rnic_mpa_params {
     bool markers_allowed;           /* we insert markers if asked */
     /* RFC 6581, rev 2 only */
     uint16_t ird, ord;              /* 14 bits each */
-    uint8_t rtr;                    /* RNIC_MPA_RTR_* offered; 0: no p2p */
+    /*
+     * RNIC_MPA_RTR_* types.  Initiator: offered in a peer-to-peer Request
+     * (0: client-server).  Responder: taken when a Request asks for
+     * peer-to-peer mode (0: such a Request is refused).
+     */
+    uint8_t rtr;
     bool strict_ird;                /* refuse a peer ORD above our IRD */
     /* ULP private data, after the RFC 6581 prefix */
     const uint8_t *pd;
@@ -104,6 +109,14 @@ int rnic_mpa_negotiate_reply(const struct rnic_mpa_params *local,
 
 /* What a Terminate would report for a setup error. */
 struct rnic_term_code rnic_mpa_err_to_term(int err);
+/* Setup errors an initiator reports with a Terminate (RFC 6581). */
+bool rnic_mpa_err_is_term(int err);
+/*
+ * That Terminate as the connection's first FPDU, framed as @res agreed
+ * (mpa_term.c); its length, or a negative enum rnic_mpa_err.
+ */
+int rnic_mpa_build_term(const struct rnic_mpa_result *res, int err,
+                        uint8_t *buf, size_t size);
 const char *rnic_mpa_strerror(int err);
 
 /*
@@ -135,8 +148,10 @@ int rnic_mpa_conn_init(struct rnic_mpa_conn *c, bool initiator,
 /*
  * Consume bytes up to the end of the peer's frame, never beyond (FPDUs may
  * follow in the same chunk); *used says how many.  Returns the new state,
- * or a negative enum rnic_mpa_err (state FAILED; for a responder, out[]
- * then holds a Reject to send when the error is one to tell the peer).
+ * or a negative enum rnic_mpa_err (state FAILED; out[] then holds what to
+ * send before closing, if anything: for a responder a Reject, for an
+ * initiator refusing the Reply the RFC 6581 Terminate,
+ * rnic_mpa_build_term()).
  */
 int rnic_mpa_conn_input(struct rnic_mpa_conn *c, const void *data,
                         size_t len, size_t *used);

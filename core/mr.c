@@ -72,7 +72,7 @@ static bool pages_contiguous(const struct rnic_mr_attr *a)
     return true;
 }
 
-static size_t page_list_size(uint32_t npages)
+size_t rnic_page_list_size(uint32_t npages)
 {
     return sizeof(struct rnic_page_list) + (size_t)npages * sizeof(uint64_t);
 }
@@ -84,8 +84,7 @@ struct mr_pages {
     struct rnic_page_list *list;
 };
 
-/* Whether @add more bytes of page list fit, @drop of them being freed. */
-static bool page_list_fits(const struct rnic_stag_table *t, size_t add,
+bool rnic_page_list_fits(const struct rnic_stag_table *t, size_t add,
                            size_t drop)
 {
     size_t held = t->page_list_bytes - drop;
@@ -101,7 +100,8 @@ enum rnic_stag_status rnic_mr_admit(const struct rnic_stag_table *t,
     if (t->mrs >= t->max_mrs) {
         return RNIC_STAG_ERR_NO_RESOURCES;
     }
-    if (npages > 1 && !page_list_fits(t, page_list_size(npages), 0)) {
+    if (npages > 1 &&
+        !rnic_page_list_fits(t, rnic_page_list_size(npages), 0)) {
         return RNIC_STAG_ERR_NO_RESOURCES;
     }
     return RNIC_STAG_OK;
@@ -117,14 +117,15 @@ static enum rnic_stag_status mr_pages_build(const struct rnic_stag_table *t,
         p->addr = a->pages[0] + a->first_byte_offset;
         return RNIC_STAG_OK;
     }
-    if (!page_list_fits(t, page_list_size(a->npages), drop)) {
+    if (!rnic_page_list_fits(t, rnic_page_list_size(a->npages), drop)) {
         return RNIC_STAG_ERR_NO_RESOURCES;
     }
-    p->list = malloc(page_list_size(a->npages));
+    p->list = malloc(rnic_page_list_size(a->npages));
     if (!p->list) {
         return RNIC_STAG_ERR_NO_RESOURCES;
     }
     p->is_list = true;
+    p->list->capacity = a->npages;
     p->list->npages = a->npages;
     p->list->first_byte_offset = a->first_byte_offset;
     p->list->page_shift = a->page_shift;
@@ -135,7 +136,7 @@ static enum rnic_stag_status mr_pages_build(const struct rnic_stag_table *t,
 static void mr_pages_drop(struct rnic_stag_table *t, struct rnic_stag_entry *e)
 {
     if (e->flags & RNIC_ENTRY_PAGE_LIST) {
-        t->page_list_bytes -= page_list_size(e->u.mr.list->npages);
+        t->page_list_bytes -= rnic_page_list_size(e->u.mr.list->capacity);
         free(e->u.mr.list);
         e->u.mr.list = NULL;
     }
@@ -156,7 +157,7 @@ static void mr_fill(struct rnic_stag_table *t, struct rnic_stag_entry *e,
     if (p->is_list) {
         e->u.mr.list = p->list;
         e->flags |= RNIC_ENTRY_PAGE_LIST;
-        t->page_list_bytes += page_list_size(p->list->npages);
+        t->page_list_bytes += rnic_page_list_size(p->list->capacity);
     } else {
         e->u.mr.addr = p->addr;
     }
@@ -223,6 +224,9 @@ enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
     if (!e) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
+    if (e->flags & (RNIC_ENTRY_FAST_REG | RNIC_ENTRY_PHYS)) {
+        return RNIC_STAG_ERR_INVALID_ARG;   /* FAST_REG, or nothing */
+    }
     if (e->u.mr.windows) {
         return RNIC_STAG_ERR_BUSY;
     }
@@ -232,7 +236,8 @@ enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
     st = mr_attr_check(t, attr);
     if (st == RNIC_STAG_OK) {
         st = mr_pages_build(t, attr, e->flags & RNIC_ENTRY_PAGE_LIST ?
-                            page_list_size(e->u.mr.list->npages) : 0, &p);
+                            rnic_page_list_size(e->u.mr.list->capacity) : 0,
+                            &p);
     }
     if (st != RNIC_STAG_OK) {
         return st;

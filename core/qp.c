@@ -40,6 +40,8 @@ static const struct rnic_wr_rule rnic_wr_rules[RNIC_WR_OPCODE_COUNT] = {
                               RNIC_WR_IMM_DATA_SE },
     [RNIC_WR_LOCAL_INV] = { false, false, false, false, -1 },
     [RNIC_WR_BIND_MW] = { false, false, false, false, -1 },
+    [RNIC_WR_FAST_REG] = { false, false, false, false, -1 },
+    [RNIC_WR_READ_INV] = { true, false, true, false, -1 },
 };
 
 static bool rnic_wr_is_read_like(const struct rnic_send_wr *wr)
@@ -284,6 +286,11 @@ static int rnic_qp_send_cqe(struct rnic_qp *qp, const struct rnic_send_wr *wr,
             return 0;
         }
         cqe.byte_len = rnic_send_wr_length(wr);
+        if (wr->opcode == RNIC_WR_READ_INV) {
+            /* rx.c invalidated the sink before completing the Read */
+            cqe.flags = RNIC_WC_WITH_INV;
+            cqe.inval_stag = wr->invalidate_stag;
+        }
     }
     return rnic_cq_push(qp->attr.send_cq, &cqe);
 }
@@ -465,7 +472,7 @@ static int rnic_check_send_payload(const struct rnic_qp *qp,
         return wr->num_sge ? -EINVAL : 0;
     }
     if (wr->num_sge > qp->attr.max_send_sge ||
-        (wr->opcode == RNIC_WR_READ && wr->num_sge > RNIC_MAX_READ_SGE)) {
+        (rnic_wr_is_read(wr->opcode) && wr->num_sge > RNIC_MAX_READ_SGE)) {
         return -E2BIG;
     }
     if (rule->atomic &&

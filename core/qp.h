@@ -76,6 +76,8 @@ struct rnic_qp_attr {
     uint32_t max_ord;           /* <= RNIC_QP_MAX_RD */
     uint32_t max_ird;           /* <= RNIC_QP_MAX_RD; inbound Read queue */
     bool atomics;               /* RFC 7306 atomics may be posted */
+    /* A kernel consumer's QP: FAST_REG and the physical STag (stag.h). */
+    bool privileged;
     struct rnic_cq *send_cq;
     struct rnic_cq *recv_cq;
     struct rnic_srq *srq;       /* optional */

@@ -106,6 +106,24 @@ static int rx_read_check(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
     return 0;
 }
 
+/*
+ * Read with local invalidate: the sink goes before the completion, so a
+ * consumer that sees it knows no later byte lands there.  An STag that
+ * cannot be invalidated fails the WR like a LOCAL_INV would.
+ */
+static int rx_read_invalidate(struct rnic_ep *ep, struct rnic_send_wr *wr)
+{
+    enum rnic_stag_status st;
+
+    st = rnic_stag_invalidate_local(ep->stags, wr->invalidate_stag, ep->pd);
+    if (st != RNIC_STAG_OK) {
+        rnic_tx_wr_failed(ep, wr, rnic_term_local_status(st));
+        return RNIC_EP_RX_STOP;
+    }
+    rnic_qp_sq_done(ep->qp, wr, RNIC_WC_SUCCESS);
+    return 0;
+}
+
 static int rx_read_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
 {
     struct rnic_send_wr *wr = rnic_qp_sq_oldest_read(ep->qp);
@@ -118,7 +136,7 @@ static int rx_read_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
         ep->rtr_read_pending = false;
         return 0;
     }
-    if (!wr || wr->opcode != RNIC_WR_READ || ep->rtr_read_pending) {
+    if (!wr || !rnic_wr_is_read(wr->opcode) || ep->rtr_read_pending) {
         return rnic_rx_refuse(ep, seg, rnic_term_rdmap(
                                   RNIC_RDMAP_ETYPE_REMOTE_OPERATION,
                                   RNIC_RDMAP_ECODE_UNEXPECTED_OPCODE));
@@ -131,8 +149,8 @@ static int rx_read_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
         return ret;
     }
     st = rnic_stag_resolve(ep->stags, sink.stag, ep->pd, ep->qp->qpn,
-                           seg->h.to, seg->plen, RNIC_ACCESS_LOCAL_WRITE,
-                           &ref);
+                           seg->h.to, seg->plen,
+                           RNIC_ACCESS_LOCAL_WRITE | rnic_ep_priv(ep), &ref);
     if (seg->plen && st != RNIC_STAG_OK) {
         return rx_read_fail(ep, seg, wr, rnic_term_local_status(st),
                             rnic_term_stag_error(st, true));
@@ -146,6 +164,9 @@ static int rx_read_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
         ep->rresp_got = 0;
         if (sink.length) {
             rnic_stag_message_done(ep->stags, sink.stag);
+        }
+        if (wr->opcode == RNIC_WR_READ_INV) {
+            return rx_read_invalidate(ep, wr);
         }
         rnic_qp_sq_done(ep->qp, wr, RNIC_WC_SUCCESS);
     }
@@ -308,6 +329,9 @@ static int rx_ulpdu(void *opaque, const uint8_t *ulpdu, size_t len)
 
     if (ep->rx_stopped) {
         return RNIC_EP_RX_STOP;
+    }
+    if (ep->rx_op_count && len >= 2) {
+        ep->rx_op_count[ulpdu[1] & RNIC_RDMAP_OPCODE_MASK]++;
     }
     ret = rx_check(ep, &seg);
     if (ret < 0) {

@@ -93,7 +93,8 @@ static enum rnic_stag_status rx_recv_resolve(struct rnic_ep *ep,
         }
         take = s->length - mo < len ? s->length - mo : len;
         st = rnic_stag_resolve(ep->stags, s->stag, ep->pd, ep->qp->qpn,
-                               s->to + mo, take, RNIC_ACCESS_LOCAL_WRITE,
+                               s->to + mo, take,
+                               RNIC_ACCESS_LOCAL_WRITE | rnic_ep_priv(ep),
                                &ref[(*n)++]);
         if (st != RNIC_STAG_OK) {
             return st;
@@ -373,14 +374,14 @@ int rnic_rx_atomic_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     if (!rx_single(seg, sizeof(*ar))) {
         return rx_stream_error(ep, seg);
     }
-    if (!wr || wr->opcode == RNIC_WR_READ ||
+    if (!wr || rnic_wr_is_read(wr->opcode) ||
         rnic_ld_be32(&ar->req_id) != ep->atomic_rx_id) {
         return rx_unexpected(ep, seg);
     }
     rx_store_le64(buf, rnic_ld_be64(&ar->orig_value));
     st = rnic_stag_resolve(ep->stags, wr->sge[0].stag, ep->pd, ep->qp->qpn,
                            wr->sge[0].to, RNIC_ATOMIC_LEN,
-                           RNIC_ACCESS_LOCAL_WRITE, &ref);
+                           RNIC_ACCESS_LOCAL_WRITE | rnic_ep_priv(ep), &ref);
     if (st == RNIC_STAG_OK && rnic_rx_place(ep, &ref, buf) < 0) {
         st = RNIC_STAG_ERR_DMA;
     }

@@ -10,6 +10,7 @@
 
 /* A page list that is not one contiguous guest range. */
 struct rnic_page_list {
+    uint32_t capacity;              /* entries allocated (fast-reg slot) */
     uint32_t npages;
     uint32_t first_byte_offset;
     uint8_t page_shift;
@@ -26,6 +27,8 @@ enum rnic_entry_flags {
     RNIC_ENTRY_ONE_SHOT   = 1u << 0,
     RNIC_ENTRY_REMOTE_INV = 1u << 1,
     RNIC_ENTRY_PAGE_LIST  = 1u << 2, /* u.mr.list, else u.mr.addr */
+    RNIC_ENTRY_FAST_REG   = 1u << 3, /* ALLOC_MR: list kept while invalid */
+    RNIC_ENTRY_PHYS       = 1u << 4, /* the physical STag */
 };
 
 /*
@@ -133,6 +136,12 @@ void rnic_stag_unlink_recv(struct rnic_stag_table *t,
 uint8_t rnic_stag_policy_flags(const struct rnic_stag_table *t,
                                enum rnic_stag_policy policy,
                                bool remote_invalidate);
+/* Heap bytes of a page list of @capacity entries. */
+size_t rnic_page_list_size(uint32_t capacity);
+/* Whether @add more bytes of page list fit, @drop of them being freed. */
+bool rnic_page_list_fits(const struct rnic_stag_table *t, size_t add,
+                         size_t drop);
+
 /* TO wrap and base/bounds of [to, to + len) against entry @e. */
 enum rnic_stag_status rnic_stag_range_check(const struct rnic_stag_entry *e,
                                             uint64_t to, uint64_t len);

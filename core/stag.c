@@ -406,12 +406,16 @@ enum rnic_stag_status rnic_stag_resolve(const struct rnic_stag_table *t,
     const struct rnic_stag_entry *mr;
     enum rnic_stag_status st;
 
-    if (!e) {
+    /* The physical STag exists for a kernel QP's local access only. */
+    if (!e || ((e->flags & RNIC_ENTRY_PHYS) &&
+               (!(access & RNIC_ACCESS_PRIVILEGED) ||
+                (access & RNIC_ACCESS_REMOTE_ALL)))) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
     if (!entry_serves(e, pd, qpn)) {
         return RNIC_STAG_ERR_NOT_ASSOCIATED;
     }
+    access &= ~(unsigned)RNIC_ACCESS_PRIVILEGED;
     if ((e->access & access) != access) {
         return RNIC_STAG_ERR_ACCESS;
     }
@@ -460,7 +464,29 @@ enum rnic_stag_status rnic_stag_query(const struct rnic_stag_table *t,
     info->base_to = e->base_to;
     info->length = e->length;
     info->bound_windows = mr ? e->u.mr.windows : 0;
+    info->mr_stag = 0;
+    if (!mr && info->valid) {
+        uint32_t mri = e->u.mw.mr_index;
+
+        info->mr_stag = rnic_stag_make(mri, t->tags[mri].key);
+    }
+    info->recv_linked = e->link != 0;
     return RNIC_STAG_OK;
+}
+
+uint32_t rnic_stag_next_used(const struct rnic_stag_table *t,
+                             uint32_t *index)
+{
+    uint32_t i = *index ? *index : 1;
+
+    for (; i < t->fresh; i++) {
+        if (t->tags[i].state != RNIC_ENTRY_FREE) {
+            *index = i + 1;
+            return rnic_stag_make(i, t->tags[i].key);
+        }
+    }
+    *index = i;
+    return 0;
 }
 
 /* ---- invalidation ---- */
@@ -520,7 +546,8 @@ enum rnic_stag_status rnic_stag_invalidate_local(struct rnic_stag_table *t,
     if (e->pd != pd) {
         return RNIC_STAG_ERR_NOT_ASSOCIATED;
     }
-    if (e->kind == RNIC_STAG_MR && e->u.mr.windows) {
+    if ((e->kind == RNIC_STAG_MR && e->u.mr.windows) ||
+        (e->flags & RNIC_ENTRY_PHYS)) {
         return RNIC_STAG_ERR_CANNOT_INVALIDATE;
     }
     rnic_stag_entry_invalidate(t, e);
@@ -535,7 +562,8 @@ enum rnic_stag_status rnic_stag_invalidate_remote(struct rnic_stag_table *t,
     struct rnic_stag_entry *e = rnic_stag_entry_get(t, stag);
 
     *invalidated = 0;
-    if (!e || rnic_stag_tag(t, e)->state != RNIC_ENTRY_VALID) {
+    if (!e || rnic_stag_tag(t, e)->state != RNIC_ENTRY_VALID ||
+        (e->flags & RNIC_ENTRY_PHYS)) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
     if (!entry_serves(e, pd, qpn)) {
@@ -611,7 +639,8 @@ enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
     uint32_t node;
     uint32_t *bucket;
 
-    if (!e || rnic_stag_tag(t, e)->state != RNIC_ENTRY_VALID) {
+    if (!e || rnic_stag_tag(t, e)->state != RNIC_ENTRY_VALID ||
+        (e->flags & RNIC_ENTRY_PHYS)) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
     if (!entry_serves(e, o->pd, o->qpn)) {

@@ -67,6 +67,13 @@ enum rnic_access {
     RNIC_ACCESS_REMOTE_WRITE  = 1u << 3,
     RNIC_ACCESS_REMOTE_ATOMIC = 1u << 4,
     RNIC_ACCESS_MW_BIND       = 1u << 5,
+    /*
+     * Not a right one registers: a caller of rnic_stag_resolve() adds it
+     * for a kernel QP's local access.  Only such an access reaches a
+     * physical STag; anything else (user QPs, the wire) is told the STag
+     * does not exist.
+     */
+    RNIC_ACCESS_PRIVILEGED    = 1u << 6,
 };
 
 #define RNIC_ACCESS_REMOTE_ALL  (RNIC_ACCESS_REMOTE_READ | \
@@ -208,6 +215,52 @@ enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
 enum rnic_stag_status rnic_mr_deregister(struct rnic_stag_table *t,
                                          uint32_t stag);
 
+/* ---- fast registration and the physical STag (mr_fast.c) ---- */
+
+/* Page-list entries one fast-registration region may hold, at most. */
+#define RNIC_MR_FAST_MAX_PAGES  4096
+
+/*
+ * A region of @pd with room for @max_pages page addresses and no pages:
+ * invalid until rnic_mr_fast_reg().  The slot counts against max_mrs and
+ * max_page_list_bytes from now until deregistration.
+ */
+enum rnic_stag_status rnic_mr_alloc(struct rnic_stag_table *t, uint32_t pd,
+                                    uint32_t max_pages, uint8_t key,
+                                    uint32_t *stag);
+
+/*
+ * The physical STag of @pd: valid at once, its tagged offsets are guest
+ * bus addresses (all of them), local read and write only, and only an
+ * access with RNIC_ACCESS_PRIVILEGED reaches it.  Cannot be invalidated;
+ * rnic_mr_deregister() frees it.
+ */
+enum rnic_stag_status rnic_mr_alloc_phys(struct rnic_stag_table *t,
+                                         uint32_t pd, uint8_t key,
+                                         uint32_t *stag);
+
+struct rnic_fast_reg_attr {
+    uint32_t stag;                  /* the region's index, the new key */
+    uint32_t pd;                    /* of the QP that posted it */
+    unsigned access;                /* enum rnic_access, no MW_BIND */
+    const uint64_t *pages;
+    uint32_t npages;                /* <= the region's max_pages */
+    uint8_t page_shift;
+    uint32_t first_byte_offset;
+    uint64_t length;
+    uint64_t base_to;
+};
+
+/*
+ * Fills an ALLOC_MR region, in send-queue order.  The region must be
+ * invalid (never registered, or invalidated since): BUSY otherwise.
+ * INVALID_STAG when @stag's index is no such region, NOT_ASSOCIATED for
+ * another PD, INVALID_ARG for a page list, page size or range that does
+ * not fit.  Persistent, and Send with Invalidate may name it.
+ */
+enum rnic_stag_status rnic_mr_fast_reg(struct rnic_stag_table *t,
+                                       const struct rnic_fast_reg_attr *a);
+
 /* ---- memory windows ---- */
 
 /* Allocates an unbound (invalid) window of @kind in @pd; KEY_REUSED as for
@@ -279,12 +332,21 @@ struct rnic_stag_info {
     uint64_t base_to;
     uint64_t length;
     uint32_t bound_windows;         /* region */
+    uint32_t mr_stag;               /* window: the region it is bound to */
+    bool recv_linked;               /* invalidated when a receive is used */
 };
 
 /* INVALID_STAG unless @stag's index is allocated with this key. */
 enum rnic_stag_status rnic_stag_query(const struct rnic_stag_table *t,
                                       uint32_t stag,
                                       struct rnic_stag_info *info);
+
+/*
+ * For listing the table: the STag of the first allocated entry at index
+ * >= *index, with *index moved past it; 0 when there is none.
+ */
+uint32_t rnic_stag_next_used(const struct rnic_stag_table *t,
+                             uint32_t *index);
 
 /* ---- moving bytes ---- */
 

@@ -26,7 +26,7 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
 
 static bool wr_is_read_like(const struct rnic_send_wr *wr)
 {
-    return wr->opcode == RNIC_WR_READ ||
+    return rnic_wr_is_read(wr->opcode) ||
            wr->opcode == RNIC_WR_ATOMIC_FETCH_ADD ||
            wr->opcode == RNIC_WR_ATOMIC_CMP_SWAP;
 }
@@ -61,7 +61,8 @@ static enum rnic_stag_status tx_walk(struct rnic_ep *ep, uint32_t off,
         }
         take = min_u32(s->length - off, n);
         st = rnic_stag_resolve(ep->stags, s->stag, ep->pd, ep->qp->qpn,
-                               s->to + off, take, m->access, &ref);
+                               s->to + off, take,
+                               m->access | rnic_ep_priv(ep), &ref);
         if (st == RNIC_STAG_OK && g->d->nstags < RNIC_MAX_SGE) {
             /* what tx_inval.c watches: the FPDU reads through this STag */
             g->d->stags[g->d->nstags++] = rnic_stag_index(ref.stag);
@@ -183,7 +184,8 @@ static enum rnic_stag_status tx_check_sges(struct rnic_ep *ep,
             continue;
         }
         st = rnic_stag_resolve(ep->stags, sge[i].stag, ep->pd, ep->qp->qpn,
-                               sge[i].to, sge[i].length, access, &ref);
+                               sge[i].to, sge[i].length,
+                               access | rnic_ep_priv(ep), &ref);
         if (st != RNIC_STAG_OK) {
             return st;
         }
@@ -300,6 +302,7 @@ static void tx_start_wr(struct rnic_ep *ep, struct rnic_send_wr *wr)
         tx_payload(ep, wr);
         break;
     case RNIC_WR_READ:
+    case RNIC_WR_READ_INV:
         tx_start_read(ep, wr);
         break;
     case RNIC_WR_ATOMIC_FETCH_ADD:
@@ -342,6 +345,9 @@ static enum rnic_wc_status tx_local_op(struct rnic_ep *ep,
     if (wr->opcode == RNIC_WR_BIND_MW) {
         return tx_bind_mw(ep, wr);
     }
+    if (wr->opcode == RNIC_WR_FAST_REG) {
+        return rnic_tx_fast_reg(ep, &wr->fast_reg);
+    }
     st = rnic_stag_invalidate_local(ep->stags, wr->invalidate_stag, ep->pd);
     return st == RNIC_STAG_OK ? RNIC_WC_SUCCESS : rnic_term_local_status(st);
 }
@@ -364,7 +370,7 @@ static bool tx_start_sq(struct rnic_ep *ep)
         enum rnic_wc_status status;
         enum rnic_stag_status st;
 
-        if (wr->opcode == RNIC_WR_LOCAL_INV || wr->opcode == RNIC_WR_BIND_MW) {
+        if (rnic_wr_is_local(wr->opcode)) {
             status = tx_local_op(ep, wr);
             if (status != RNIC_WC_SUCCESS) {
                 rnic_tx_wr_failed(ep, wr, status);
@@ -399,7 +405,7 @@ static bool tx_sq_ready_ahead(struct rnic_ep *ep)
     }
     wr = &qp->sq.slots[rnic_ring_slot(qp->sq.head, qp->sq.started,
                                       qp->attr.sq_depth)].wr;
-    if (wr->opcode == RNIC_WR_LOCAL_INV || wr->opcode == RNIC_WR_BIND_MW) {
+    if (rnic_wr_is_local(wr->opcode)) {
         return false;
     }
     return tx_wr_check(ep, wr) == RNIC_STAG_OK;

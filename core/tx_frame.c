@@ -122,7 +122,7 @@ struct rnic_tx_fpdu *rnic_tx_fpdu_new(struct rnic_ep *ep)
 void rnic_tx_frame(struct rnic_ep *ep, struct rnic_tx_fpdu *d,
                    struct iovec *ulpdu, int cnt)
 {
-    struct rnic_fpdu_out *o = &d->out;
+    struct rnic_fpdu_out *o = d->out;
     uintptr_t lh = (uintptr_t)o->hdr;
     int n = 0;
 
@@ -164,7 +164,7 @@ struct tx_peek {
 static bool tx_offer(struct rnic_ep *ep, uint32_t i, struct tx_peek *p)
 {
     struct rnic_tx_fpdu *d = tx_fpdu(ep, i);
-    const struct rnic_fpdu_out *out = &d->out;
+    const struct rnic_fpdu_out *out = d->out;
     size_t skip = d->sent;
 
     if (i && (p->n + out->iovcnt > p->max ||
@@ -282,6 +282,10 @@ static bool tx_retire(struct rnic_ep *ep)
     uint32_t src_stag = d->src_stag;
     bool term = d->term;
 
+    if (ep->tx_op_count) {
+        /* ULPDU_LENGTH, DDP control, then RDMAP control */
+        ep->tx_op_count[d->hdr[3] & RNIC_RDMAP_OPCODE_MASK]++;
+    }
     rnic_tx_unmap(ep, d);
     ep->ring_head = (ep->ring_head + 1) % RNIC_EP_TX_BATCH_FPDUS;
     ep->ring_count--;
@@ -307,14 +311,14 @@ void rnic_ep_tx_advance(struct rnic_ep *ep, size_t sent)
      * completion may lead to a trim, which keeps what was begun. */
     for (uint32_t i = 0; sent && i < ep->ring_count; i++) {
         struct rnic_tx_fpdu *d = tx_fpdu(ep, i);
-        size_t take = d->out.len - d->sent;
+        size_t take = d->out->len - d->sent;
 
         take = take < sent ? take : sent;
         d->sent += take;
         sent -= take;
     }
     ep->offered = 0;
-    while (ep->ring_count && tx_fpdu(ep, 0)->sent == tx_fpdu(ep, 0)->out.len) {
+    while (ep->ring_count && tx_fpdu(ep, 0)->sent == tx_fpdu(ep, 0)->out->len) {
         if (!tx_retire(ep)) {
             return;
         }

@@ -35,7 +35,7 @@ static bool tx_fpdu_uses(const struct rnic_tx_fpdu *d, uint32_t index)
 /* The unsent rest of the partly sent FPDU @d into ep->snap. */
 static void tx_snapshot(struct rnic_ep *ep, struct rnic_tx_fpdu *d)
 {
-    struct rnic_fpdu_out *o = &d->out;
+    struct rnic_fpdu_out *o = d->out;
     size_t skip = d->sent, rest = o->len - d->sent, n = 0;
 
     for (int k = 0; k < o->iovcnt; k++) {

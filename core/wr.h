@@ -11,6 +11,7 @@
 #ifndef RNIC_WR_H
 #define RNIC_WR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Scatter/gather entries per work request; the QP may allow fewer. */
@@ -44,6 +45,8 @@ enum rnic_wr_opcode {
     RNIC_WR_IMM_DATA_SE,
     RNIC_WR_LOCAL_INV,          /* local only: nothing goes on the wire */
     RNIC_WR_BIND_MW,            /* local only */
+    RNIC_WR_FAST_REG,           /* local only; kernel QPs only */
+    RNIC_WR_READ_INV,           /* Read, then invalidate the sink STag */
     RNIC_WR_OPCODE_COUNT,
 };
 
@@ -64,6 +67,18 @@ struct rnic_bind_params {
     uint32_t access;
 };
 
+/* FAST_REG: the page list is read from guest memory when the WR runs. */
+struct rnic_fast_reg_params {
+    uint64_t pbl_addr;
+    uint64_t iova;
+    uint64_t length;
+    uint32_t npages;
+    uint32_t access;
+    uint32_t stag;
+    uint32_t first_byte_offset;
+    uint8_t page_shift;
+};
+
 struct rnic_send_wr {
     uint64_t wr_id;
     enum rnic_wr_opcode opcode;
@@ -73,6 +88,8 @@ struct rnic_send_wr {
     union {
         struct rnic_sge sge[RNIC_MAX_SGE];
         uint8_t inline_data[RNIC_MAX_INLINE];
+        /* FAST_REG (no SGEs): here, so that no SQ slot grows for it */
+        struct rnic_fast_reg_params fast_reg;
     };
     uint32_t remote_stag;       /* WRITE, READ source, ATOMIC target */
     uint64_t remote_to;
@@ -140,6 +157,7 @@ enum rnic_wc_opcode {
     RNIC_WC_LOCAL_INV,
     RNIC_WC_BIND_MW,
     RNIC_WC_RECV,
+    RNIC_WC_FAST_REG,
     RNIC_WC_OPCODE_COUNT,
 };
 
@@ -164,6 +182,19 @@ struct rnic_cqe {
 const char *rnic_wr_opcode_str(enum rnic_wr_opcode op);
 const char *rnic_wc_status_str(enum rnic_wc_status status);
 const char *rnic_wc_opcode_str(enum rnic_wc_opcode op);
+
+/* An RDMA Read, with or without invalidating its sink afterwards. */
+static inline bool rnic_wr_is_read(enum rnic_wr_opcode op)
+{
+    return op == RNIC_WR_READ || op == RNIC_WR_READ_INV;
+}
+
+/* Done by the RNIC itself, in SQ order: nothing goes on the wire. */
+static inline bool rnic_wr_is_local(enum rnic_wr_opcode op)
+{
+    return op == RNIC_WR_LOCAL_INV || op == RNIC_WR_BIND_MW ||
+           op == RNIC_WR_FAST_REG;
+}
 
 /* The completion opcode a send WR reports. */
 enum rnic_wc_opcode rnic_wc_opcode_of(enum rnic_wr_opcode op);

@@ -87,14 +87,20 @@ struct rnic_u_conn {
 	__u16 ird;
 	__u16 ord;
 	__u16 pdata_len;		/* <= RNIC_MAX_PDATA */
-	__u16 rsvd;
+	__u8  rtr;			/* RNIC_RTR_* (rnic-abi.h), 0: mpa-rtr */
+	__u8  rsvd;
 	__u64 pdata;			/* user pointer */
 };
 
-/* RNIC_IOC_QUERY_CONN: struct rnic_conn_info written to @info. */
+/*
+ * RNIC_IOC_QUERY_CONN: struct rnic_conn_info written to @info; out, the
+ * RFC 6581 RTR type agreed and what the peer's Request offered.
+ */
 struct rnic_u_query_conn {
 	__u32 conn_id;
-	__u32 rsvd;
+	__u8  rtr;
+	__u8  peer_rtr;
+	__u16 rsvd;
 	__u64 info;			/* user pointer */
 };
 
@@ -155,7 +161,7 @@ struct rnic_u_event {
 #define RNIC_IOC_ACCEPT		_IOW(RNIC_IOC_MAGIC, 0x0f, struct rnic_u_conn)
 #define RNIC_IOC_REJECT		_IOW(RNIC_IOC_MAGIC, 0x10, struct rnic_u_conn)
 #define RNIC_IOC_DISCONNECT	_IOW(RNIC_IOC_MAGIC, 0x11, struct rnic_cmd_disconnect)
-#define RNIC_IOC_QUERY_CONN	_IOW(RNIC_IOC_MAGIC, 0x12, struct rnic_u_query_conn)
+#define RNIC_IOC_QUERY_CONN	_IOWR(RNIC_IOC_MAGIC, 0x12, struct rnic_u_query_conn)
 #define RNIC_IOC_POST_SEND	_IOWR(RNIC_IOC_MAGIC, 0x13, struct rnic_u_post)
 #define RNIC_IOC_POST_RECV	_IOWR(RNIC_IOC_MAGIC, 0x14, struct rnic_u_post)
 #define RNIC_IOC_POLL_CQ	_IOWR(RNIC_IOC_MAGIC, 0x15, struct rnic_u_poll)

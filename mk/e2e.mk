@@ -10,8 +10,18 @@ E2E_DIR := tests/e2e
 .PHONY: e2e-prep e2e check-e2e guest-driver demo
 
 # The scenarios `make check` runs: those that fit CI's time and do not
-# depend on a reference peer's timing.
-E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-iothread.sh rnic-siw.sh
+# depend on a reference peer's timing.  Of the siw variants, the one of
+# issue 12: siw's peer-to-peer client (Write and Read RTR offered) against
+# rnic's server, and rnic's peer-to-peer client against siw (about 40 s).
+# Not rnic-rnic-iothread (make e2e runs it): in 3 of about 40 runs one of
+# its guests stopped printing until the 240 s timeout (at boot, after the
+# hot removal, in rmmod), each time while the machine was compiling; under
+# load 8 another boot stayed silent for over 60 s and then passed. Stall
+# or crawl is open (issue 13); tests/e2e/lib/guest.sh now keeps QEMU's
+# thread stacks when a guest times out.
+# The IOThread paths stay in make check through every qtest.
+E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-siw.sh \
+             rnic-siw-variants.sh:p2p-both rdma-rnic.sh rdma-rnic-fail.sh
 
 # Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.
 e2e-prep:
@@ -20,6 +30,7 @@ e2e-prep:
 # Every scenario; fails if one does; ends with "e2e: N passed, N failed".
 e2e: qemu e2e-prep
 	bash $(E2E_DIR)/run-all.sh
+	$(MAKE) --no-print-directory soak
 
 check-e2e: qemu e2e-prep
 	bash $(E2E_DIR)/run-all.sh $(E2E_CHECK)

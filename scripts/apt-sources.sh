@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Adds the two extra suites rnic needs, on the mirror this machine already
-# uses: trixie as deb-src (QEMU 10.0 source) and bookworm-backports as deb
-# (meson >= 1.5).  The mirror is read from the machine's apt configuration so
-# that no host name is ever written into the repository.
+# Adds the extra suites rnic needs, on the mirror this machine already
+# uses: trixie as deb-src (QEMU 10.0's source, and rdma-core 56.1's, inside
+# which the guests' libibverbs provider is built: tests/e2e/lib/librnic.sh
+# says why not bookworm's 44.0) and bookworm-backports as deb (meson >= 1.5).
+# The mirror is read from the machine's apt configuration so that no host
+# name is ever written into the repository.
 set -euo pipefail
 
 out=/etc/apt/sources.list.d/rnic-extra.sources

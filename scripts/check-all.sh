@@ -60,7 +60,7 @@ run_part() {    # run_part TARGET COUNTER
 for part in "$@"; do
     case $part in
     check-unit*) run_part "$part" count_check ;;
-    check-e2e | fuzz-smoke) run_part "$part" count_plain ;;
+    check-e2e | check-capture | fuzz-smoke | check-soak) run_part "$part" count_plain ;;
     *) run_part "$part" count_meson ;;
     esac
 done

@@ -23,6 +23,8 @@
 
 #define RNIC_DRV_NAME		"rnic"
 
+struct rnic_ib_dev;
+
 /* A ring of fixed-size entries in coherent DMA memory. */
 struct rnic_ring {
 	void *va;
@@ -70,6 +72,11 @@ struct rnic_dev {
 	struct xarray qp_owner, cq_owner, lis_owner, conn_owner;
 	wait_queue_head_t cq_wait;	/* any CQ vector fired */
 	atomic_t next_vector;		/* CQ vectors, round robin */
+	struct rnic_ib_dev *ib;		/* the ib_device (rnic_ib_main.c) */
+	struct rnic_vec {		/* request_irq() data of CQ vectors */
+		struct rnic_dev *rdev;
+		unsigned int v;
+	} vecs[RNIC_MSIX_VECTORS];
 };
 
 static inline u32 rnic_read(struct rnic_dev *rdev, u32 reg)
@@ -100,6 +107,17 @@ void rnic_cmdq_destroy(struct rnic_dev *rdev);
 void rnic_cmdq_irq(struct rnic_dev *rdev);
 void rnic_cmdq_abort(struct rnic_dev *rdev);
 int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd);
+
+/* The payload of a command that names one object by its handle. */
+union rnic_handle_payload {
+	struct rnic_cmd_pd pd;
+	struct rnic_cmd_stag stag;
+	struct rnic_cmd_create_cq cq;
+	struct rnic_cmd_create_qp qp;
+	struct rnic_cmd_listen listen;
+};
+
+void rnic_handle_payload(union rnic_handle_payload *p, u8 opcode, u32 handle);
 /* The same without logging the device's refusals: for user requests. */
 int rnic_cmd_exec_quiet(struct rnic_dev *rdev, struct rnic_cmd *cmd);
 const char *rnic_cmd_status_name(u16 status);
@@ -113,5 +131,10 @@ void rnic_uverbs_unplug(struct rnic_dev *rdev);
 void rnic_uverbs_release_all(struct rnic_dev *rdev);
 void rnic_uverbs_event(struct rnic_dev *rdev, const struct rnic_event *ev);
 void rnic_dev_put(struct rnic_dev *rdev);
+
+int rnic_ib_register(struct rnic_dev *rdev);
+void rnic_ib_unregister(struct rnic_dev *rdev);
+void rnic_ib_event(struct rnic_dev *rdev, const struct rnic_event *ev);
+void rnic_ib_cq_irq(struct rnic_dev *rdev, unsigned int vector);
 
 #endif /* RNIC_DRV_H */

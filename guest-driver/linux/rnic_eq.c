@@ -35,7 +35,10 @@ void rnic_eq_destroy(struct rnic_dev *rdev)
 	rnic_ring_free(rdev, &rdev->eq.ring);
 }
 
-/* Events go to the open file that owns their object (rnic_uverbs.c). */
+/*
+ * Events go to the open file that owns their object (rnic_uverbs.c), and
+ * to the ib_device's connections and QPs (rnic_ib_cm.c).
+ */
 static void rnic_eq_handle(struct rnic_dev *rdev, const struct rnic_event *ev)
 {
 	struct device *dev = &rdev->pdev->dev;
@@ -53,6 +56,7 @@ static void rnic_eq_handle(struct rnic_dev *rdev, const struct rnic_event *ev)
 			ev->type, id, arg0, arg1);
 	}
 	rnic_uverbs_event(rdev, ev);
+	rnic_ib_event(rdev, ev);
 }
 
 /* The phase the device writes on the pass the consumer index is in. */

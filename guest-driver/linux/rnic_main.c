@@ -9,6 +9,8 @@
 #include <linux/pci.h>
 #include "rnic.h"
 
+MODULE_SOFTDEP("pre: iw_cm ib_uverbs");
+
 int rnic_ring_alloc(struct rnic_dev *rdev, struct rnic_ring *ring,
 		    u32 log_size, size_t entry_size)
 {
@@ -53,12 +55,16 @@ static irqreturn_t rnic_admin_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
-/* A CQ's vector: wake whoever sleeps in RNIC_IOC_POLL_CQ. */
+/*
+ * A CQ's vector: call the ib_device's armed CQ handlers, and wake whoever
+ * sleeps in RNIC_IOC_POLL_CQ.
+ */
 static irqreturn_t rnic_cq_irq(int irq, void *data)
 {
-	struct rnic_dev *rdev = data;
+	struct rnic_vec *vec = data;
 
-	wake_up_all(&rdev->cq_wait);
+	rnic_ib_cq_irq(vec->rdev, vec->v);
+	wake_up_all(&vec->rdev->cq_wait);
 	return IRQ_HANDLED;
 }
 
@@ -67,11 +73,14 @@ static int rnic_request_cq_irqs(struct rnic_dev *rdev)
 	int v, err;
 
 	for (v = RNIC_MSIX_VEC_ADMIN + 1; v < RNIC_MSIX_VECTORS; v++) {
+		rdev->vecs[v].rdev = rdev;
+		rdev->vecs[v].v = v;
 		err = request_irq(pci_irq_vector(rdev->pdev, v), rnic_cq_irq, 0,
-				  RNIC_DRV_NAME "-cq", rdev);
+				  RNIC_DRV_NAME "-cq", &rdev->vecs[v]);
 		if (err) {
 			while (--v > RNIC_MSIX_VEC_ADMIN)
-				free_irq(pci_irq_vector(rdev->pdev, v), rdev);
+				free_irq(pci_irq_vector(rdev->pdev, v),
+					 &rdev->vecs[v]);
 			return err;
 		}
 	}
@@ -83,7 +92,7 @@ static void rnic_free_cq_irqs(struct rnic_dev *rdev)
 	int v;
 
 	for (v = RNIC_MSIX_VEC_ADMIN + 1; v < RNIC_MSIX_VECTORS; v++)
-		free_irq(pci_irq_vector(rdev->pdev, v), rdev);
+		free_irq(pci_irq_vector(rdev->pdev, v), &rdev->vecs[v]);
 }
 
 static int rnic_check_identity(struct rnic_dev *rdev)
@@ -240,8 +249,15 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = rnic_uverbs_init(rdev);
 	if (err)
 		goto err_cq_irqs;
+	err = rnic_ib_register(rdev);
+	if (err) {
+		dev_err(dev, "ib_device registration failed: %d\n", err);
+		goto err_uverbs;
+	}
 	return 0;
 
+err_uverbs:
+	rnic_uverbs_unplug(rdev);
 err_cq_irqs:
 	rnic_free_cq_irqs(rdev);
 err_enabled:
@@ -271,6 +287,8 @@ static void rnic_remove(struct pci_dev *pdev)
 {
 	struct rnic_dev *rdev = pci_get_drvdata(pdev);
 
+	/* Every verbs object and connection goes while the device runs. */
+	rnic_ib_unregister(rdev);
 	/* No new files; open ones fail from now on. */
 	rnic_uverbs_unplug(rdev);
 	/* Stop the device before the memory it writes to goes away. */

@@ -171,39 +171,12 @@ static int rnic_ucmd(struct rnic_uctx *ctx, u8 opcode, const void *in,
 	return err;
 }
 
-/*
- * A command naming one object: DESTROY_PD, DEREG_MR, INVALIDATE,
- * DESTROY_CQ, DESTROY_QP or UNLISTEN, each with its handle where its
- * payload has it.
- */
+/* A command naming one object (rnic_handle_payload). */
 static int rnic_ucmd_handle(struct rnic_uctx *ctx, u8 opcode, u32 handle)
 {
-	union {
-		struct rnic_cmd_pd pd;
-		struct rnic_cmd_stag stag;
-		struct rnic_cmd_create_cq cq;
-		struct rnic_cmd_create_qp qp;
-		struct rnic_cmd_listen listen;
-	} p = { };
-	__le32 h = cpu_to_le32(handle);
+	union rnic_handle_payload p;
 
-	switch (opcode) {
-	case RNIC_CMD_DESTROY_CQ:
-		p.cq.cqn = h;
-		break;
-	case RNIC_CMD_DESTROY_QP:
-		p.qp.qpn = h;
-		break;
-	case RNIC_CMD_UNLISTEN:
-		p.listen.listener_id = h;
-		break;
-	case RNIC_CMD_DESTROY_PD:
-		p.pd.pdn = h;
-		break;
-	default:	/* DEREG_MR, INVALIDATE */
-		p.stag.stag = h;
-		break;
-	}
+	rnic_handle_payload(&p, opcode, handle);
 	return rnic_ucmd(ctx, opcode, &p, sizeof(p), NULL);
 }
 
@@ -674,6 +647,7 @@ static int rnic_ioc_conn(struct rnic_uctx *ctx, unsigned int ioc,
 	p.ird = cpu_to_le16(min_t(u32, u->ird, le32_to_cpu(a->max_ird)));
 	p.ord = cpu_to_le16(min_t(u32, u->ord, le32_to_cpu(a->max_ord)));
 	p.pdata_len = cpu_to_le16(u->pdata_len);
+	p.rtr = u->rtr;
 	p.pdata_addr = cpu_to_le64(pd_dma);
 	opcode = ioc == RNIC_IOC_CONNECT ? RNIC_CMD_CONNECT :
 		 ioc == RNIC_IOC_ACCEPT ? RNIC_CMD_ACCEPT : RNIC_CMD_REJECT;
@@ -691,7 +665,8 @@ static int rnic_ioc_query_conn(struct rnic_uctx *ctx,
 			       struct rnic_u_query_conn *u)
 {
 	struct device *dev = &ctx->rdev->pdev->dev;
-	struct rnic_cmd_query_conn p = { 0 };
+	struct rnic_cmd_query_conn p = { 0 }, *out;
+	struct rnic_cmd cmd;
 	dma_addr_t info_dma;
 	void *info;
 	int err;
@@ -704,7 +679,10 @@ static int rnic_ioc_query_conn(struct rnic_uctx *ctx,
 		return -ENOMEM;
 	p.conn_id = cpu_to_le32(u->conn_id);
 	p.info_addr = cpu_to_le64(info_dma);
-	err = rnic_ucmd(ctx, RNIC_CMD_QUERY_CONN, &p, sizeof(p), NULL);
+	err = rnic_ucmd(ctx, RNIC_CMD_QUERY_CONN, &p, sizeof(p), &cmd);
+	out = (struct rnic_cmd_query_conn *)cmd.u.raw;
+	u->rtr = out->rtr;
+	u->peer_rtr = out->peer_rtr;
 	if (!err && copy_to_user(u64_to_user_ptr(u->info), info,
 				 RNIC_CONN_INFO_SIZE))
 		err = -EFAULT;
@@ -1049,6 +1027,7 @@ static long rnic_ioctl(struct file *file, unsigned int ioc, unsigned long arg)
 		struct rnic_u_qp qp;
 		struct rnic_u_poll poll;
 		struct rnic_cmd_query_qp qqp;
+		struct rnic_u_query_conn qconn;
 	} buf;
 	size_t size = _IOC_SIZE(ioc);
 	long err;

@@ -15,6 +15,7 @@
 #include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "rnic.h"
+#include "rnic-capture.h"
 #include "qp.h"
 #include "engine.h"
 #include "trace.h"
@@ -123,9 +124,24 @@ static void rnic_fd_names(int fd, struct rnic_sockaddr *local,
     }
 }
 
+/*
+ * RFC 6581 RTR types: offered as initiator (mpa-p2p), taken as responder,
+ * unless the guest's CONNECT or ACCEPT names them (@given, RNIC_RTR_*).
+ */
+static uint8_t rnic_cm_rtr(RnicState *s, bool initiator, uint8_t given)
+{
+    QEMU_BUILD_BUG_ON(RNIC_RTR_SEND != RNIC_MPA_RTR_SEND ||
+                      RNIC_RTR_WRITE != RNIC_MPA_RTR_WRITE ||
+                      RNIC_RTR_READ != RNIC_MPA_RTR_READ);
+    if (given & RNIC_RTR_GIVEN) {
+        return given & RNIC_RTR_TYPES;
+    }
+    return initiator && !s->mpa_p2p ? 0 : s->mpa_rtr;
+}
+
 /* Our limits and the guest's choices for an MPA exchange. */
 void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
-                         const uint8_t *pd, uint16_t pd_len,
+                         const uint8_t *pd, uint16_t pd_len, uint8_t rtr,
                          struct rnic_mpa_params *p)
 {
     *p = (struct rnic_mpa_params) {
@@ -135,6 +151,7 @@ void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
         .markers_allowed = s->mpa_markers,
         .ird = MIN(ird, s->limits.max_ird),
         .ord = MIN(ord, s->limits.max_ord),
+        .rtr = rtr,
         .pd = pd,
         .pd_len = pd_len,
     };
@@ -217,7 +234,8 @@ static void rnic_listener_accept(void *opaque)
     c->waiting = true;
     l->waiting++;
     rnic_fd_names(fd, &c->local, &c->peer);
-    rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0, &p);
+    rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0,
+                        rnic_cm_rtr(s, false, 0), &p);
     rnic_mpa_conn_init(&c->mpa, false, &p);
     trace_rnic_conn_incoming(c->id, l->id);
     rnic_conn_set_state(c, RNIC_CONN_WAIT_REQUEST);
@@ -252,16 +270,17 @@ static uint16_t rnic_cm_fail(const char *cmd, uint16_t status,
 uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_listen *p = (void *)cmd->u.raw;
+    struct rnic_sockaddr local = rnic_addr_to_host(s, &p->local);
     struct sockaddr_storage ss;
     socklen_t len;
     RnicListener *l = NULL;
     int fd, one = 1;
 
-    if (!rnic_sockaddr_to_host(&p->local, &ss, &len)) {
+    if (!rnic_sockaddr_to_host(&local, &ss, &len)) {
         return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_PARAM, "bad family");
     }
     if (!rnic_allowed(&s->listen_allow, "listen-allow", "LISTEN",
-                      &p->local)) {
+                      &local)) {
         return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_DENIED,
                             "address not in listen-allow");
     }
@@ -360,7 +379,8 @@ static uint16_t rnic_conn_start_initiator(RnicState *s, RnicConn *c,
     struct rnic_mpa_params mp;
 
     rnic_mpa_params_for(s, le16_to_cpu(p->ird), le16_to_cpu(p->ord), pd,
-                        le16_to_cpu(p->pdata_len), &mp);
+                        le16_to_cpu(p->pdata_len),
+                        rnic_cm_rtr(s, true, p->rtr), &mp);
     if (rnic_mpa_conn_init(&c->mpa, true, &mp) < 0) {
         return RNIC_CMD_ERR_PARAM;
     }
@@ -369,9 +389,49 @@ static uint16_t rnic_conn_start_initiator(RnicState *s, RnicConn *c,
     return RNIC_CMD_OK;
 }
 
+/*
+ * ABI 0.2: CONNECT's local address, when the guest names one.  Mapped by
+ * addr-map as LISTEN's is; the guest may take on the host only what it
+ * may LISTEN on (listen-allow, on the host address).
+ */
+static uint16_t rnic_cm_bind_local(RnicState *s, int fd,
+                                   const struct rnic_cmd_connect *p,
+                                   struct rnic_sockaddr *local)
+{
+    uint64_t addr = le64_to_cpu(p->local_addr);
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int one = 1;
+
+    if (!addr) {
+        return RNIC_CMD_OK;
+    }
+    if (rnic_pci_read(s, addr, local, sizeof(*local))) {
+        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DMA,
+                            "local address not readable");
+    }
+    *local = rnic_addr_to_host(s, local);
+    if (local->family != p->peer.family ||
+        !rnic_sockaddr_to_host(local, &ss, &len)) {
+        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_PARAM,
+                            "local address family");
+    }
+    if (!rnic_allowed(&s->listen_allow, "listen-allow", "CONNECT", local)) {
+        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DENIED,
+                            "local address not in listen-allow");
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, len)) {
+        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_ADDRINUSE,
+                            "host cannot bind the local address");
+    }
+    return RNIC_CMD_OK;
+}
+
 uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_connect *p = (void *)cmd->u.raw;
+    struct rnic_sockaddr peer = rnic_addr_to_host(s, &p->peer);
     uint8_t pd[RNIC_MAX_PDATA];
     struct sockaddr_storage ss;
     socklen_t len;
@@ -384,10 +444,10 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_STATE,
                             "no such QP, or not IDLE and unconnected");
     }
-    if (!rnic_sockaddr_to_host(&p->peer, &ss, &len)) {
+    if (!rnic_sockaddr_to_host(&peer, &ss, &len)) {
         return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_PARAM, "bad family");
     }
-    if (!rnic_allowed(&s->peer_allow, "peer-allow", "CONNECT", &p->peer)) {
+    if (!rnic_allowed(&s->peer_allow, "peer-allow", "CONNECT", &peer)) {
         return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DENIED,
                             "peer not in peer-allow");
     }
@@ -405,6 +465,13 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
                             "no socket or connection slot");
     }
     c->peer = p->peer;
+    g_free(qp->rejected);               /* the last Reject is read by now */
+    qp->rejected = NULL;
+    status = rnic_cm_bind_local(s, fd, p, &c->local);
+    if (status != RNIC_CMD_OK) {
+        rnic_conn_drop(c);
+        return status;
+    }
     status = rnic_conn_start_initiator(s, c, qp, p, pd);
     if (status != RNIC_CMD_OK) {
         rnic_conn_drop(c);
@@ -433,6 +500,7 @@ static void rnic_cm_send_reply(RnicConn *c, const void *buf, size_t len)
 {
     ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
 
+    rnic_capture_sent_buf(c, buf, n);
     if (n != (ssize_t)len) {
         trace_rnic_conn_error(c->id, n < 0 ? errno : EAGAIN,
                               "MPA Reply not written at once");
@@ -449,7 +517,8 @@ static uint16_t rnic_conn_reply(RnicState *s, RnicConn *c, RnicQp *qp,
     int len;
 
     rnic_mpa_params_for(s, le16_to_cpu(p->ird), le16_to_cpu(p->ord), pd,
-                        le16_to_cpu(p->pdata_len), &mp);
+                        le16_to_cpu(p->pdata_len),
+                        rnic_cm_rtr(s, false, p->rtr), &mp);
     if (rnic_mpa_negotiate_request(&mp, &c->mpa.peer, &c->mpa.result) < 0) {
         return RNIC_CMD_ERR_PARAM;
     }
@@ -549,25 +618,39 @@ uint16_t rnic_cmd_disconnect(RnicState *s, struct rnic_cmd *cmd)
     return RNIC_CMD_OK;
 }
 
+void rnic_conn_info_fill(const RnicConn *c, struct rnic_conn_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->local = c->local;
+    info->peer = c->peer;
+    info->ird = cpu_to_le16(c->mpa.peer.ird);
+    info->ord = cpu_to_le16(c->mpa.peer.ord);
+    info->pdata_len = cpu_to_le16(c->mpa.peer.pd_len);
+    info->mpa_rev = c->mpa.peer.rev;
+    info->mpa_crc = c->mpa.result.crc;
+    memcpy(info->pdata, c->mpa.peer.pd, c->mpa.peer.pd_len);
+}
+
 uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_query_conn *p = (void *)cmd->u.raw;
-    RnicConn *c = rnic_conn_get(s, le32_to_cpu(p->conn_id));
+    uint32_t id = le32_to_cpu(p->conn_id);
+    RnicConn *c = rnic_conn_get(s, id);
+    RnicQp *qp = c ? NULL : rnic_qp_get(s, le32_to_cpu(p->qpn));
     struct rnic_conn_info info;
 
-    if (!c) {
+    if (c) {
+        rnic_conn_info_fill(c, &info);
+        p->rtr = c->mpa.result.rtr;
+        p->peer_rtr = c->mpa.peer.p2p && !c->mpa.peer.reply ?
+                      RNIC_RTR_P2P | c->mpa.peer.rtr : 0;
+    } else if (qp && qp->rejected && qp->rejected_conn == id) {
+        info = *qp->rejected;           /* the peer's Reject, kept */
+        p->rtr = p->peer_rtr = 0;
+    } else {
         return rnic_cm_fail("QUERY_CONN", RNIC_CMD_ERR_HANDLE,
                             "no such connection");
     }
-    memset(&info, 0, sizeof(info));
-    info.local = c->local;
-    info.peer = c->peer;
-    info.ird = cpu_to_le16(c->mpa.peer.ird);
-    info.ord = cpu_to_le16(c->mpa.peer.ord);
-    info.pdata_len = cpu_to_le16(c->mpa.peer.pd_len);
-    info.mpa_rev = c->mpa.peer.rev;
-    info.mpa_crc = c->mpa.result.crc;
-    memcpy(info.pdata, c->mpa.peer.pd, c->mpa.peer.pd_len);
     if (rnic_pci_write(s, le64_to_cpu(p->info_addr), &info, sizeof(info))) {
         return rnic_cm_fail("QUERY_CONN", RNIC_CMD_ERR_DMA,
                             "info buffer not writable");
@@ -607,7 +690,8 @@ bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp)
         rnic_eq_post(s, RNIC_EV_CONN_REQUEST, c->id, c->listener_id, 0);
         return true;
     }
-    rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0, &p);
+    rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0,
+                        rnic_cm_rtr(s, false, 0), &p);
     rnic_mpa_conn_init(&c->mpa, false, &p);
     rnic_conn_set_state(c, RNIC_CONN_WAIT_REQUEST);
     return true;
@@ -631,7 +715,8 @@ bool rnic_cm_init(RnicState *s, Error **errp)
         return false;
     }
     /* max-qps slots for the guest's CONNECTs, as many for the rest */
-    s->max_conns = MIN(2 * s->limits.max_qp, 0xffff);
+    s->max_conns = 2 * s->limits.max_qp;
+    QEMU_BUILD_BUG_ON(2 * 0xffff > RNIC_CONN_INDEX_MASK);
     s->conns = g_new0(RnicConn *, s->max_conns);
     return true;
 }

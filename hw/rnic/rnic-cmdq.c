@@ -24,6 +24,7 @@
 
 /* The ABI's private-data limit is the MPA frame's (RFC 5044). */
 QEMU_BUILD_BUG_ON(RNIC_MPA_PDATA_MAX != RNIC_MPA_PD_MAX);
+QEMU_BUILD_BUG_ON(RNIC_FAST_REG_MAX_PAGES != RNIC_MR_FAST_MAX_PAGES);
 
 typedef struct RnicCmdDesc {
     const char *name;
@@ -58,9 +59,13 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
         .flags = cpu_to_le32(
             (s->mpa_crc == RNIC_MPA_CRC_REQUIRED ? RNIC_DEV_CRC_REQUIRED : 0) |
             (s->mpa_markers ? RNIC_DEV_MARKERS : 0) |
-            (s->stag_one_shot ? RNIC_DEV_STAG_ONE_SHOT : 0)),
+            (s->stag_one_shot ? RNIC_DEV_STAG_ONE_SHOT : 0) |
+            (s->mpa_p2p ? RNIC_DEV_MPA_P2P : 0)),
+        .mpa_rtr = s->mpa_rtr,
+        .max_fast_reg_pages = cpu_to_le32(RNIC_FAST_REG_MAX_PAGES),
     };
 
+    memcpy(attr.mac, s->mac.a, sizeof(attr.mac));
     if (rnic_pci_write(s, le64_to_cpu(in->attr_addr), &attr, sizeof(attr))) {
         return RNIC_CMD_ERR_DMA;
     }
@@ -92,6 +97,7 @@ static const RnicCmdDesc rnic_cmds[] = {
     [RNIC_CMD_DISCONNECT] = { "DISCONNECT", rnic_cmd_disconnect },
     [RNIC_CMD_QUERY_CONN] = { "QUERY_CONN", rnic_cmd_query_conn },
     [RNIC_CMD_INVALIDATE] = { "INVALIDATE", rnic_cmd_invalidate },
+    [RNIC_CMD_ALLOC_MR] = { "ALLOC_MR", rnic_cmd_alloc_mr },
 };
 
 const char *rnic_cmd_name(uint8_t opcode)

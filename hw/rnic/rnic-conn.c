@@ -25,6 +25,7 @@
 #include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "rnic.h"
+#include "rnic-capture.h"
 #include "qp.h"
 #include "engine.h"
 #include "trace.h"
@@ -64,7 +65,7 @@ RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive)
     s->passive_conns += passive;
     /* A generation in the high bits keeps stale ids from matching. */
     s->conn_gen++;
-    c->id = (uint32_t)s->conn_gen << 16 | (i + 1);
+    c->id = s->conn_gen << RNIC_CONN_INDEX_BITS | (i + 1);
     s->conns[i] = c;
     c->deadline = rnic_timer_new_ms(s, rnic_conn_deadline, c);
     c->bh = rnic_bh_new(s, rnic_conn_again, c);
@@ -87,6 +88,7 @@ static void rnic_conn_free(RnicConn *c)
     RnicState *s = c->s;
 
     trace_rnic_conn_free(c->id);
+    rnic_capture_closed(c, false);
     rnic_conn_unwait(c);
     rnic_dp_stop(c);
     rnic_set_fd_handler(s, c->fd, NULL, NULL, NULL);
@@ -100,7 +102,7 @@ static void rnic_conn_free(RnicConn *c)
         c->qp->conn = NULL;
     }
     s->passive_conns -= c->passive;
-    s->conns[(c->id & 0xffff) - 1] = NULL;
+    s->conns[(c->id & RNIC_CONN_INDEX_MASK) - 1] = NULL;
     g_free(c);
 }
 
@@ -220,6 +222,7 @@ static void rnic_conn_reset_socket(RnicConn *c)
     struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
     setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    rnic_capture_closed(c, true);
 }
 
 void rnic_conn_abort(RnicConn *c)
@@ -396,12 +399,22 @@ static void rnic_conn_mpa_failed(RnicConn *c, int err)
         uint16_t pd_len = c->mpa.peer.pd_len;
 
         trace_rnic_conn_rejected(id, pd_len);
+        /* Readable by QUERY_CONN after the event (ABI 0.2) */
+        g_free(c->qp->rejected);
+        c->qp->rejected = g_new(struct rnic_conn_info, 1);
+        c->qp->rejected_conn = id;
+        rnic_conn_info_fill(c, c->qp->rejected);
         rnic_conn_free(c);
         rnic_eq_post(s, RNIC_EV_CONN_REJECTED, qpn, id, pd_len);
         return;
     }
     trace_rnic_conn_error(c->id, EPROTO, rnic_mpa_strerror(err));
     if (c->initiator) {
+        /* RFC 6581: the Terminate refusing the Reply, our only FPDU */
+        if (c->mpa.out_len) {
+            send(c->fd, c->mpa.out, c->mpa.out_len,
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
         rnic_conn_error(c, EPROTO, rnic_mpa_strerror(err));
     } else if (c->mpa.out_len) {
         /* The core built a Reject for the peer: send it, then close. */
@@ -419,6 +432,7 @@ static void rnic_conn_mpa_read(RnicConn *c)
     size_t used;
     int ret;
 
+    rnic_capture_received(c, buf, n);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return;
     }
@@ -472,6 +486,7 @@ static void rnic_conn_mpa_write(RnicConn *c)
     }
     n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
              MSG_NOSIGNAL);
+    rnic_capture_sent_buf(c, c->out + c->out_off, n);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return;
     }

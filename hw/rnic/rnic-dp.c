@@ -17,6 +17,7 @@
 #include "qemu/log.h"
 #include "qemu/units.h"
 #include "rnic.h"
+#include "rnic-capture.h"
 #include "engine.h"
 #include "trace.h"
 
@@ -103,6 +104,8 @@ bool rnic_dp_start(RnicConn *c)
         .initiator = c->initiator,
         .ops = &rnic_dp_ops,
         .opaque = c,
+        .rx_op_count = s->stats.rx_op,
+        .tx_op_count = s->stats.tx_op,
     };
 
     if (!getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) && mss > 0) {
@@ -155,6 +158,7 @@ static ssize_t rnic_dp_send_batch(RnicConn *c, size_t *offered)
     }
     msg.msg_iovlen = cnt;
     w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+    rnic_capture_sent(c, iov, cnt, w);
     if (w < 0) {
         return -errno;
     }
@@ -212,6 +216,7 @@ RnicVerdict rnic_dp_rx(RnicConn *c)
     RnicState *s = c->s;
     ssize_t n = recv(c->fd, s->rx_buf, RNIC_DP_RX_CHUNK, 0);
 
+    rnic_capture_received(c, s->rx_buf, n);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return RNIC_DP_OK;
     }

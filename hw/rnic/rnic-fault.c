@@ -34,6 +34,10 @@ int rnic_fault_tx_filter(RnicConn *c, struct iovec *iov, int cnt, int max,
             continue;
         }
         trace_rnic_fault("corrupt CRC", c->id, f->seq + 1);
+        if (c->corrupted != f->seq + 1) {   /* once, if sent in parts */
+            c->corrupted = f->seq + 1;
+            c->s->stats.tx_crc_corrupted++;
+        }
         crc = (const uint8_t *)last->iov_base + last->iov_len - n;
         for (size_t k = 0; k < n; k++) {
             bad[k] = crc[k] ^ 0xff;

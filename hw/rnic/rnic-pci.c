@@ -55,6 +55,44 @@ static void rnic_reset_hold(Object *obj, ResetType type)
     rnic_soft_reset(RNIC(obj));
 }
 
+/* mpa-rtr: "none", or a comma-separated list of send, write and read. */
+static bool rnic_parse_rtr(RnicState *s, Error **errp)
+{
+    static const struct {
+        const char *name;
+        uint8_t bit;
+    } types[] = {
+        { "send", RNIC_RTR_SEND }, { "write", RNIC_RTR_WRITE },
+        { "read", RNIC_RTR_READ }, { "none", 0 },
+    };
+    g_auto(GStrv) names = NULL;
+
+    s->mpa_rtr = RNIC_RTR_WRITE | RNIC_RTR_READ;
+    if (!s->mpa_rtr_str) {
+        return true;
+    }
+    s->mpa_rtr = 0;
+    names = g_strsplit(s->mpa_rtr_str, ",", -1);
+    for (char **n = names; *n; n++) {
+        size_t i = 0;
+
+        while (i < ARRAY_SIZE(types) && strcmp(*n, types[i].name)) {
+            i++;
+        }
+        if (i == ARRAY_SIZE(types)) {
+            error_setg(errp, "rnic: mpa-rtr takes none, or send, write "
+                       "and read separated by commas");
+            return false;
+        }
+        s->mpa_rtr |= types[i].bit;
+    }
+    if (s->mpa_p2p && !s->mpa_rtr) {
+        error_setg(errp, "rnic: mpa-p2p needs an RTR type in mpa-rtr");
+        return false;
+    }
+    return true;
+}
+
 static bool rnic_parse_properties(RnicState *s, Error **errp)
 {
     if (s->mpa_rev != 1 && s->mpa_rev != 2) {
@@ -71,7 +109,7 @@ static bool rnic_parse_properties(RnicState *s, Error **errp)
         error_setg(errp, "rnic: mpa-crc must be off, accept or required");
         return false;
     }
-    return true;
+    return rnic_parse_rtr(s, errp) && rnic_addr_map_init(s, errp);
 }
 
 /* Frees what rnic_realize() set up, in reverse order; no DMA after it. */
@@ -126,13 +164,16 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
 {
     RnicState *s = RNIC(pdev);
 
-    if (!rnic_parse_properties(s, errp) || !rnic_verbs_init(s, errp)) {
+    if (!rnic_parse_properties(s, errp) || !rnic_capture_realize(s, errp) ||
+        !rnic_verbs_init(s, errp)) {
         return;
     }
     if (!rnic_cm_init(s, errp)) {
         rnic_verbs_fini(s);
         return;
     }
+    /* QEMU's scheme for NICs without one: 52:54:00:12:34:56 onwards. */
+    qemu_macaddr_default_if_unset(&s->mac);
     rnic_thread_init(s);
     rnic_dma_init(s);
     rnic_dp_init(s);
@@ -211,10 +252,14 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("fault-delay-ms", RnicState, fault_delay_ms, 0),
     DEFINE_PROP_STRING("mpa-crc", RnicState, mpa_crc_str),
     DEFINE_PROP_BOOL("mpa-markers", RnicState, mpa_markers, false),
+    DEFINE_PROP_MACADDR("mac", RnicState, mac),
+    DEFINE_PROP_BOOL("mpa-p2p", RnicState, mpa_p2p, false),
+    DEFINE_PROP_STRING("mpa-rtr", RnicState, mpa_rtr_str),
     DEFINE_PROP_STRING("listen-allow", RnicState, listen_allow_str),
     DEFINE_PROP_STRING("peer-allow", RnicState, peer_allow_str),
     DEFINE_PROP_LINK("iothread", RnicState, iothread, TYPE_IOTHREAD,
                      IOThread *),
+    DEFINE_PROP_STRING("addr-map", RnicState, addr_map_str),
 };
 
 /*
@@ -288,6 +333,11 @@ static void rnic_instance_init(Object *obj)
           "accept (use it when the peer asks; default) or required" },
         { "mpa-markers", "ask the peer for MPA markers and insert them "
           "when asked (siw never uses them); default off" },
+        { "mpa-p2p", "as initiator, ask for RFC 6581 peer-to-peer mode "
+          "offering the mpa-rtr types (default off)" },
+        { "mpa-rtr", "RFC 6581 RTR types offered (mpa-p2p) and taken from "
+          "a peer that asks: none, or send, write, read separated by "
+          "commas (default write,read)" },
         { "listen-allow", "comma-separated ADDR[/BITS][:PORT[-PORT]] list "
           "the guest may LISTEN on ([v6]:PORT for IPv6); default: none" },
         { "peer-allow", "comma-separated ADDR[/BITS][:PORT[-PORT]] list "
@@ -298,11 +348,16 @@ static void rnic_instance_init(Object *obj)
           "long (real time) becomes a reset; default 5000" },
         { "iothread", "run sockets, MPA, placement and completions in this "
           "IOThread (-object iothread,id=ID); default: the main loop" },
+        { "addr-map", "guest addresses to host ones at LISTEN and CONNECT: "
+          "comma-separated GUEST/BITS=HOST rules, first match wins, others "
+          "unchanged (default " RNIC_ADDR_MAP_DEFAULT ")" },
         { "stag-default", "invalidation policy of STags that do not choose: "
           "persistent (default) or one-shot" },
     };
 
     rnic_stats_init(RNIC(obj));
+    rnic_capture_init(RNIC(obj));
+    rnic_state_init(RNIC(obj));
     object_property_add_str(obj, "handoff-fd", NULL, rnic_set_handoff_fd);
     object_property_set_description(obj, "handoff-fd",
         "write-only: NAME[:initiator|:responder] of a connected TCP socket "
@@ -336,6 +391,7 @@ static void rnic_class_init(ObjectClass *klass, void *data)
 
 static void rnic_instance_finalize(Object *obj)
 {
+    rnic_capture_fini(RNIC(obj));
     rnic_thread_fini(RNIC(obj));
     rnic_stats_fini(RNIC(obj));
 }

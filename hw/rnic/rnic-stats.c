@@ -2,8 +2,8 @@
 /*
  * Read-only statistics as QOM properties, for qom-get and tests:
  * stat-tx-bytes, stat-rx-bytes, stat-terminates-sent/-received,
- * stat-crc-errors, stat-streams-lost, stat-cqe-<status> and
- * stat-terminates (by code).
+ * stat-crc-errors, stat-streams-lost, stat-cqe-<status>,
+ * stat-tx-op-<opcode>, stat-rx-op-<opcode> and stat-terminates (by code).
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
@@ -11,6 +11,13 @@
 #include "rnic.h"
 
 static const char *const rnic_cqe_status_names[] = RNIC_CQE_STATUS_NAMES;
+
+/* RDMAP opcodes (RFC 5040, RFC 7306) as stat-tx-op-NAME / stat-rx-op-NAME. */
+static const char *const rnic_rdmap_op_names[16] = {
+    "write", "read-req", "read-resp", "send", "send-inv", "send-se",
+    "send-se-inv", "terminate", "imm-data", "imm-data-se", "atomic-req",
+    "atomic-resp",
+};
 
 void rnic_stats_term(RnicState *s, bool sent, uint8_t layer, uint8_t etype,
                      uint8_t ecode)
@@ -81,6 +88,8 @@ void rnic_stats_init(RnicState *s)
                   "Terminate messages received");
     rnic_stat_add(obj, "stat-crc-errors", &s->stats.crc_errors,
                   "FPDUs received with a bad CRC32c");
+    rnic_stat_add(obj, "stat-tx-crc-corrupted", &s->stats.tx_crc_corrupted,
+                  "FPDUs sent with an inverted CRC32c by fault-corrupt-crc");
     rnic_stat_add(obj, "stat-streams-lost", &s->stats.streams_lost,
                   "received streams that could not be parsed");
     for (int i = 0; i < ARRAY_SIZE(rnic_cqe_status_names); i++) {
@@ -91,6 +100,19 @@ void rnic_stats_init(RnicState *s)
 
         rnic_stat_add(obj, name, &s->stats.cqe[i],
                       "completions written with this status");
+    }
+    for (int i = 0; i < ARRAY_SIZE(rnic_rdmap_op_names); i++) {
+        g_autofree char *tx = NULL, *rx = NULL;
+
+        if (!rnic_rdmap_op_names[i]) {
+            continue;
+        }
+        tx = g_strdup_printf("stat-tx-op-%s", rnic_rdmap_op_names[i]);
+        rx = g_strdup_printf("stat-rx-op-%s", rnic_rdmap_op_names[i]);
+        rnic_stat_add(obj, tx, &s->stats.tx_op[i],
+                      "FPDUs sent with this RDMAP opcode");
+        rnic_stat_add(obj, rx, &s->stats.rx_op[i],
+                      "FPDUs received whole (good CRC) with this RDMAP opcode");
     }
     object_property_add_str(obj, "stat-terminates", rnic_get_terms, NULL);
     object_property_set_description(obj, "stat-terminates",

@@ -30,7 +30,7 @@ RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn)
 
 RnicConn *rnic_conn_get(RnicState *s, uint32_t id)
 {
-    uint32_t i = (id & 0xffff) - 1;
+    uint32_t i = (id & RNIC_CONN_INDEX_MASK) - 1;
 
     if (i >= s->max_conns || !s->conns[i] || s->conns[i]->id != id) {
         return NULL;

@@ -159,6 +159,37 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     return rnic_stag_result("REG_MR", st);
 }
 
+/*
+ * ABI 0.2: a fast-registration region (pages come with FAST_REG), or the
+ * PD's physical STag.  Both only serve QPs created RNIC_QP_FLAG_KERNEL
+ * (FAST_REG is refused on others; the physical STag does not exist for
+ * them), which is why the driver never lets user space set that flag.
+ */
+uint16_t rnic_cmd_alloc_mr(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_alloc_mr *p = (void *)cmd->u.raw;
+    uint32_t pdn = le32_to_cpu(p->pdn);
+    uint32_t max_pages = le32_to_cpu(p->max_pages);
+    bool phys = p->flags & RNIC_ALLOC_MR_PHYS;
+    enum rnic_stag_status st;
+    uint32_t stag;
+
+    if ((p->flags & ~RNIC_ALLOC_MR_PHYS) || (phys && max_pages) ||
+        (!phys && (!max_pages || max_pages > RNIC_FAST_REG_MAX_PAGES))) {
+        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_PARAM,
+                             "flags, or max_pages out of range");
+    }
+    if (!rnic_pd_exists(s, pdn)) {
+        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_HANDLE, "no such PD");
+    }
+    st = phys ? rnic_mr_alloc_phys(s->stags, pdn, p->key, &stag)
+              : rnic_mr_alloc(s->stags, pdn, max_pages, p->key, &stag);
+    if (st == RNIC_STAG_OK) {
+        p->stag = cpu_to_le32(stag);
+    }
+    return rnic_stag_result("ALLOC_MR", st);
+}
+
 uint16_t rnic_cmd_dereg_mr(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_stag *p = (void *)cmd->u.raw;
@@ -402,6 +433,10 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_create_qp *p,
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
                              "queue address or size out of range");
     }
+    if (le16_to_cpu(p->flags) & ~RNIC_QP_FLAG_KERNEL) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
+                             "unknown flags");
+    }
     if (*srq && (*srq)->pdn != le32_to_cpu(p->pdn)) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_ACCESS,
                              "SRQ belongs to another PD");
@@ -443,6 +478,7 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
         .max_ord = s->limits.max_ord,
         .max_ird = s->limits.max_ird,
         .atomics = true,
+        .privileged = le16_to_cpu(p->flags) & RNIC_QP_FLAG_KERNEL,
         .send_cq = scq->core,
         .recv_cq = rcq->core,
         .srq = srq ? srq->core : NULL,
@@ -472,6 +508,7 @@ static void rnic_qp_release(RnicState *s, RnicQp *qp)
     rnic_stag_recv_forget_queue(s->stags, rnic_recv_queue_qp(qp->qpn));
     rnic_pd_put(s->stags, qp->pdn);
     rnic_qpn_free(s->qpns, qp->qpn);
+    g_free(qp->rejected);
     g_free(qp);
 }
 

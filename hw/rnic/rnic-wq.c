@@ -307,10 +307,18 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
         }
         if (reg == RNIC_REG_DB_CQ) {
             rnic_ring_db_cons(&cq->ring, idx);
-        } else if (val & RNIC_DB_ARM_NEXT) {
-            rnic_cq_arm(cq->core, RNIC_CQ_ARM_NEXT);
-        } else if (val & RNIC_DB_ARM_SOLICITED) {
-            rnic_cq_arm(cq->core, RNIC_CQ_ARM_SOLICITED);
+        } else if (val & (RNIC_DB_ARM_NEXT | RNIC_DB_ARM_SOLICITED)) {
+            rnic_cq_arm(cq->core, val & RNIC_DB_ARM_NEXT ?
+                        RNIC_CQ_ARM_NEXT : RNIC_CQ_ARM_SOLICITED);
+            /*
+             * Completions already made but not yet in the guest's ring
+             * reach it after this arm: the guest sees them as new, so
+             * they must interrupt, or a guest that armed and then found
+             * its ring empty sleeps forever.
+             */
+            if (rnic_cq_count(cq->core)) {
+                cq->irq_pending = true;
+            }
         }
         rnic_cq_kick(s, cq);
         qemu_bh_schedule(s->wq_bh);

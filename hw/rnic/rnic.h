@@ -23,8 +23,10 @@
 #include "qemu/timer.h"
 #include "block/aio.h"
 #include "qom/object.h"
+#include "net/net.h"
 #include "rnic/rnic-abi.h"
 #include "addr_policy.h"
+#include "addr-map.h"
 #include "dma.h"
 #include "engine.h"
 #include "mpa.h"
@@ -44,6 +46,8 @@ typedef struct RnicStats {
     uint64_t crc_errors;
     uint64_t streams_lost;      /* CRC, marker or length errors */
     uint64_t tx_fpdus;
+    uint64_t tx_op[16], rx_op[16];  /* FPDUs by RDMAP opcode */
+    uint64_t tx_crc_corrupted;      /* by fault-corrupt-crc */
     uint64_t cqe[16];           /* by enum rnic_cqe_status */
     /* Terminates by code: key RNIC_STAT_TERM_KEY(), value a count */
     GHashTable *terms;
@@ -119,6 +123,9 @@ typedef struct RnicQp {
     /* cons: WQEs taken from the guest rings; prod: the last doorbells */
     RnicRing sq, rq;
     RnicConn *conn;                     /* the adopted connection */
+    /* The peer's Reject of this QP's last CONNECT, for QUERY_CONN */
+    struct rnic_conn_info *rejected;
+    uint32_t rejected_conn;
     uint8_t term;                       /* last Terminate: RNIC_QP_TERM_* */
     uint8_t term_layer, term_etype, term_ecode;
     bool kicked;                        /* on RnicState.kicked */
@@ -126,6 +133,13 @@ typedef struct RnicQp {
 } RnicQp;
 
 #define RNIC_MAX_LISTENERS  16
+/*
+ * A connection id: its slot + 1 in the low bits, a generation above so
+ * that a stale id does not match.  17 bits hold the 2 * max-qps slots
+ * that max-qps 65535 needs.
+ */
+#define RNIC_CONN_INDEX_BITS 17
+#define RNIC_CONN_INDEX_MASK ((1u << RNIC_CONN_INDEX_BITS) - 1)
 #define RNIC_MAX_BACKLOG    128
 
 typedef struct RnicListener {
@@ -186,6 +200,7 @@ struct RnicConn {
     /* fault injection (rnic-fault.c) */
     uint8_t bad_crc[RNIC_EP_TX_BATCH_FPDUS][4];
     uint64_t bytes;         /* both directions, for fault-drop-after */
+    uint64_t corrupted;     /* 1 + seq of the FPDU last corrupted */
     QEMUTimer *delay_timer;
     bool delay_done;        /* the delay before this burst has passed */
 };
@@ -240,12 +255,14 @@ struct RnicState {
     RnicConn **conns;       /* [max_conns] */
     uint32_t max_conns;
     uint32_t passive_conns; /* listeners' and handed in: max_conns - max_qp */
-    uint16_t conn_gen;
+    uint32_t conn_gen;      /* wraps at 2^(32 - RNIC_CONN_INDEX_BITS) */
     struct rnic_addr_policy listen_allow, peer_allow;
     char *listen_allow_str;
     char *peer_allow_str;
     uint32_t mpa_timeout_ms;
     uint32_t close_timeout_ms;
+    struct rnic_addr_map addr_map;  /* rnic-addr.c */
+    char *addr_map_str;
 
     /* properties */
     RnicLimits limits;
@@ -253,12 +270,20 @@ struct RnicState {
     char *mpa_crc_str;
     enum rnic_mpa_crc_policy mpa_crc;
     bool mpa_markers;
+    bool mpa_p2p;                   /* initiator offers RFC 6581 p2p */
+    char *mpa_rtr_str;
+    MACAddr mac;                /* property mac: QUERY_DEVICE reports it */
+    uint8_t mpa_rtr;                /* RNIC_RTR_* offered and taken */
     uint32_t timewait_ms;
     uint64_t fault_drop_after;      /* bytes per connection; 0: off */
     uint32_t fault_corrupt_crc;     /* every Nth FPDU sent; 0: off */
     uint32_t fault_delay_ms;        /* before each burst sent; 0: off */
     char *stag_default;
     bool stag_one_shot;     /* parsed stag-default */
+
+    /* capture (rnic-capture.c): the writer, NULL while off */
+    struct rnic_cap *capture;
+    struct RnicCapture *capture_cfg;
 };
 
 /* rnic-regs.c */
@@ -276,7 +301,7 @@ RnicCmdFn rnic_cmd_create_pd, rnic_cmd_destroy_pd, rnic_cmd_reg_mr,
     rnic_cmd_dealloc_mw, rnic_cmd_create_cq, rnic_cmd_destroy_cq,
     rnic_cmd_create_qp, rnic_cmd_modify_qp, rnic_cmd_query_qp,
     rnic_cmd_destroy_qp, rnic_cmd_create_srq, rnic_cmd_destroy_srq,
-    rnic_cmd_invalidate;
+    rnic_cmd_invalidate, rnic_cmd_alloc_mr;
 bool rnic_verbs_init(RnicState *s, Error **errp);
 void rnic_verbs_reset(RnicState *s);
 void rnic_verbs_fini(RnicState *s);
@@ -305,9 +330,13 @@ void rnic_cq_deliver(RnicState *s, RnicCq *cq);
 void rnic_cqs_deliver(RnicState *s);
 
 /* rnic-cm.c: connection commands, listeners, address policy */
+void rnic_conn_info_fill(const RnicConn *c, struct rnic_conn_info *info);
 RnicCmdFn rnic_cmd_listen, rnic_cmd_unlisten, rnic_cmd_connect,
     rnic_cmd_accept, rnic_cmd_reject, rnic_cmd_disconnect,
     rnic_cmd_query_conn;
+bool rnic_addr_map_init(RnicState *s, Error **errp);
+struct rnic_sockaddr rnic_addr_to_host(RnicState *s,
+                                       const struct rnic_sockaddr *guest);
 bool rnic_cm_init(RnicState *s, Error **errp);
 void rnic_cm_reset(RnicState *s);
 void rnic_cm_fini(RnicState *s);
@@ -315,7 +344,7 @@ bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp);
 void rnic_sockaddr_from_host(const struct sockaddr_storage *ss,
                              struct rnic_sockaddr *a);
 void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
-                         const uint8_t *pd, uint16_t pd_len,
+                         const uint8_t *pd, uint16_t pd_len, uint8_t rtr,
                          struct rnic_mpa_params *p);
 
 /* rnic-conn.c: the one owner of every connection */
@@ -349,6 +378,14 @@ void rnic_stats_init(RnicState *s);
 void rnic_stats_fini(RnicState *s);
 void rnic_stats_term(RnicState *s, bool sent, uint8_t layer, uint8_t etype,
                      uint8_t ecode);
+
+/* rnic-capture.c (hooks: rnic-capture.h) */
+void rnic_capture_init(RnicState *s);
+bool rnic_capture_realize(RnicState *s, Error **errp);
+void rnic_capture_fini(RnicState *s);
+
+/* rnic-state.c */
+void rnic_state_init(RnicState *s);
 
 /* rnic-eq.c */
 void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,

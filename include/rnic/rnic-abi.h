@@ -65,7 +65,7 @@
 
 #define RNIC_ID_MAGIC           0x43494e52u     /* "RNIC" in memory order */
 #define RNIC_ABI_MAJOR          0
-#define RNIC_ABI_MINOR          1
+#define RNIC_ABI_MINOR          2   /* 0.2: additive over 0.1, spec.md */
 #define RNIC_VERSION_VALUE      ((RNIC_ABI_MAJOR << 16) | RNIC_ABI_MINOR)
 
 #define RNIC_STATUS_READY       (1u << 0)   /* enabled, rings accepted */
@@ -111,6 +111,7 @@ enum rnic_cmd_opcode {
     RNIC_CMD_DISCONNECT     = 0x16,
     RNIC_CMD_QUERY_CONN     = 0x17,
     RNIC_CMD_INVALIDATE     = 0x18,
+    RNIC_CMD_ALLOC_MR       = 0x19,   /* 0.2 */
 };
 
 enum rnic_cmd_status {
@@ -182,6 +183,25 @@ struct rnic_cmd_reg_mr {
     uint32_t stag;                  /* out */
 };
 
+/*
+ * ALLOC_MR (0.2): a region with a page-list slot of max_pages entries and
+ * no pages, invalid until a FAST_REG work request fills it.  With
+ * RNIC_ALLOC_MR_PHYS: the PD's physical STag instead (max_pages 0): valid
+ * at once, tagged offset = bus address, local read and write only, usable
+ * only by RNIC_QP_FLAG_KERNEL QPs, never from the wire.
+ */
+#define RNIC_ALLOC_MR_PHYS          (1u << 0)
+#define RNIC_FAST_REG_MAX_PAGES     4096    /* max_pages at most */
+
+struct rnic_cmd_alloc_mr {
+    uint32_t pdn;                   /* in */
+    uint32_t max_pages;             /* in: 1..RNIC_FAST_REG_MAX_PAGES */
+    uint8_t  key;                   /* in: low 8 bits of the STag */
+    uint8_t  flags;                 /* in: RNIC_ALLOC_MR_* */
+    uint16_t rsvd;
+    uint32_t stag;                  /* out */
+};
+
 struct rnic_cmd_stag {              /* DEREG_MR, DEALLOC_MW, INVALIDATE (in) */
     uint32_t stag;
 };
@@ -225,9 +245,16 @@ struct rnic_cmd_create_qp {
     uint64_t rq_addr;               /* in: receive ring (unused with SRQ) */
     uint8_t  sq_log_size;           /* in */
     uint8_t  rq_log_size;           /* in */
-    uint16_t rsvd;
+    uint16_t flags;                 /* in: RNIC_QP_FLAG_* (0.1: reserved, 0) */
     uint32_t qpn;                   /* in: MODIFY/QUERY/DESTROY; out: CREATE */
 };
+
+/*
+ * A kernel QP (0.2) may post FAST_REG and use the physical STag.  The
+ * device cannot tell who asked: the driver sets this only for QPs of
+ * kernel consumers and never lets user space choose it.
+ */
+#define RNIC_QP_FLAG_KERNEL         (1u << 0)
 
 enum rnic_qp_hw_state {
     RNIC_QPS_IDLE        = 0,
@@ -293,6 +320,20 @@ struct rnic_cmd_listen {
     uint32_t listener_id;           /* in: UNLISTEN; out: LISTEN */
 };
 
+/*
+ * RFC 6581 peer-to-peer mode: RTR message types (docs/spec.md "Peer-to-peer
+ * mode").  CONNECT's rtr: the types to offer; ACCEPT's: the types to take
+ * if the peer asks.  Without RNIC_RTR_GIVEN the properties decide
+ * (mpa-p2p, mpa-rtr); with it and no type, CONNECT offers no peer-to-peer
+ * mode and ACCEPT refuses a peer that asks for it.
+ */
+#define RNIC_RTR_SEND               (1u << 0)   /* zero-length Send */
+#define RNIC_RTR_WRITE              (1u << 1)   /* zero-length RDMA Write */
+#define RNIC_RTR_READ               (1u << 2)   /* zero-length RDMA Read */
+#define RNIC_RTR_TYPES              0x07u
+#define RNIC_RTR_GIVEN              (1u << 7)   /* in: these, not mpa-rtr */
+#define RNIC_RTR_P2P                (1u << 7)   /* out: peer-to-peer asked */
+
 /* Connection parameters of CONNECT, ACCEPT and REJECT. */
 struct rnic_cmd_connect {
     uint32_t qpn;                   /* in: CONNECT, ACCEPT */
@@ -301,8 +342,12 @@ struct rnic_cmd_connect {
     uint16_t ird;                   /* in */
     uint16_t ord;                   /* in */
     uint16_t pdata_len;             /* in: <= RNIC_MAX_PDATA */
-    uint16_t rsvd;
+    uint8_t  rtr;                   /* in: CONNECT, ACCEPT: RNIC_RTR_* */
+    uint8_t  rsvd;
     uint64_t pdata_addr;            /* in: MPA private data to send */
+    /* in, CONNECT (0.2): guest address of a struct rnic_sockaddr to bind
+     * before connecting; 0: the host chooses */
+    uint64_t local_addr;
 };
 
 #define RNIC_DISCONNECT_ABORT       (1u << 0)
@@ -314,8 +359,15 @@ struct rnic_cmd_disconnect {
 
 struct rnic_cmd_query_conn {        /* out: struct rnic_conn_info */
     uint32_t conn_id;               /* in */
-    uint32_t rsvd;
+    uint8_t  rtr;                   /* out: the RTR type agreed, 0: none */
+    uint8_t  peer_rtr;              /* out: RNIC_RTR_P2P | types the peer
+                                     * offered, if it asked (Request) */
+    uint16_t rsvd;
     uint64_t info_addr;             /* in: guest buffer, RNIC_CONN_INFO_SIZE */
+    /* in (0.2): the QP of a connection that ended in CONN_REJECTED; its
+     * peer's Reject stays readable by conn_id until the QP's next CONNECT
+     * or DESTROY_QP.  0: live connections only (0.1) */
+    uint32_t qpn;
 };
 
 /* RFC 5044 §7.1: private data in an MPA Request or Reply, at most. */
@@ -359,12 +411,17 @@ struct rnic_device_attr {
     uint32_t mpa_rev;               /* property mpa-rev */
     uint32_t flags;                 /* RNIC_DEV_* */
     uint64_t max_page_list_bytes;   /* property max-page-list-bytes */
-    uint8_t  rsvd[40];
+    uint8_t  mpa_rtr;               /* property mpa-rtr: RNIC_RTR_* */
+    uint8_t  mac[6];                /* 0.2: property mac */
+    uint8_t  rsvd0;
+    uint32_t max_fast_reg_pages;    /* 0.2: RNIC_FAST_REG_MAX_PAGES */
+    uint8_t  rsvd[28];
 };
 
 #define RNIC_DEV_CRC_REQUIRED       (1u << 0)
 #define RNIC_DEV_MARKERS            (1u << 1)
 #define RNIC_DEV_STAG_ONE_SHOT      (1u << 2)   /* stag-default */
+#define RNIC_DEV_MPA_P2P            (1u << 3)   /* mpa-p2p */
 
 /* ---- Work queues (docs/spec.md "Work requests") ------------------------- */
 #define RNIC_WQE_MAX_SGE        4
@@ -385,6 +442,8 @@ enum rnic_wqe_opcode {
     RNIC_WQE_IMM_DATA        = 0x06,
     RNIC_WQE_LOCAL_INV       = 0x07,
     RNIC_WQE_BIND_MW         = 0x08,
+    RNIC_WQE_FAST_REG        = 0x09, /* 0.2: kernel QPs only */
+    RNIC_WQE_READ_INV        = 0x0a, /* 0.2: Read, then invalidate the sink */
     RNIC_WQE_RECV            = 0x80, /* completions only */
 };
 
@@ -393,6 +452,23 @@ enum rnic_wqe_opcode {
 #define RNIC_WQE_FLAG_FENCE      (1u << 2)   /* wait: prior Reads, Atomics */
 #define RNIC_WQE_FLAG_INLINE     (1u << 3)   /* payload in the sge area */
 #define RNIC_WQE_INLINE_MAX      64
+
+/*
+ * FAST_REG (0.2), in the SGE area: registers the ALLOC_MR region named by
+ * stag's index, with stag's key, from npages page addresses (u64 each) at
+ * pbl_addr, read when the WR executes.
+ */
+struct rnic_wqe_fast_reg {
+    uint64_t pbl_addr;              /* guest address of the page list */
+    uint64_t iova;                  /* tagged offset of the first byte */
+    uint64_t length;                /* bytes, at least 1 */
+    uint32_t npages;                /* <= the region's max_pages */
+    uint32_t access;                /* RNIC_ACC_* (no MW_BIND) */
+    uint32_t stag;                  /* the region's index, new key */
+    uint32_t first_byte_offset;     /* of iova in page 0 */
+    uint8_t  page_shift;            /* 12..21 */
+    uint8_t  rsvd[3];
+};
 
 struct rnic_sq_wqe {
     uint64_t wr_id;
@@ -407,7 +483,10 @@ struct rnic_sq_wqe {
     uint64_t atomic_arg0;           /* add value, or compare value */
     uint64_t atomic_arg1;           /* swap value */
     uint8_t  rsvd1[16];
-    struct rnic_wqe_sge sge[RNIC_WQE_MAX_SGE];  /* BIND_MW: sge[0] = MR range */
+    union {
+        struct rnic_wqe_sge sge[RNIC_WQE_MAX_SGE]; /* BIND_MW: sge[0] = MR */
+        struct rnic_wqe_fast_reg fr;               /* FAST_REG */
+    };
 };
 
 struct rnic_rq_wqe {
@@ -539,6 +618,9 @@ _Static_assert(sizeof(struct rnic_cmd_create_qp) <= RNIC_CMD_PAYLOAD, "qp");
 _Static_assert(sizeof(struct rnic_cmd_query_qp) <= RNIC_CMD_PAYLOAD, "qqp");
 _Static_assert(sizeof(struct rnic_cmd_listen) <= RNIC_CMD_PAYLOAD, "listen");
 _Static_assert(sizeof(struct rnic_cmd_connect) <= RNIC_CMD_PAYLOAD, "conn");
+_Static_assert(sizeof(struct rnic_cmd_alloc_mr) <= RNIC_CMD_PAYLOAD, "amr");
+_Static_assert(sizeof(struct rnic_wqe_fast_reg) <=
+               RNIC_WQE_MAX_SGE * sizeof(struct rnic_wqe_sge), "fast_reg");
 _Static_assert(sizeof(struct rnic_device_attr) == RNIC_DEVICE_ATTR_SIZE, "attr");
 _Static_assert(sizeof(struct rnic_conn_info) == RNIC_CONN_INFO_SIZE, "info");
 _Static_assert(sizeof(struct rnic_sq_wqe) == RNIC_SQ_WQE_SIZE, "sq wqe");

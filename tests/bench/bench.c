@@ -9,9 +9,16 @@
  * test: nothing here asserts anything about time.
  *
  * Method, for every figure: one untimed warm-up run, then BENCH_RUNS
- * timed runs (CLOCK_MONOTONIC), and the median of them is printed.
+ * timed runs (CLOCK_MONOTONIC), and the median of them is printed.  The
+ * raw TCP baselines run on their own loopback connection, one run of the
+ * baseline before each run of the figure, so that both see the same load
+ * (this machine is shared; medians of separate series drifted apart); the
+ * ratio printed for them is the median of the runs' ratios, the values
+ * beside it the medians of each series.
  *  - crc32c: GB/s summing a 1 MiB buffer, rnic_crc32c_hw() (SSE4.2)
- *    against rnic_crc32c_sw() (portable slicing-by-8).
+ *    against rnic_crc32c_sw() (portable slicing-by-8); then the
+ *    carry-less multiply folds (clmul: PCLMULQDQ, vpclmul: AVX-512) on
+ *    1 MiB and on 1460-octet buffers against rnic_crc32c_hw() on the same.
  *  - write-1m-crc / write-1m-nocrc: MB/s of RDMA Writes of 1 MiB between
  *    two engines (epfix sides) over one loopback TCP connection, each
  *    followed by a zero-length Send so that a run ends when the last
@@ -22,12 +29,16 @@
  *    event loop would; the raw baseline is driven the same way.  Both
  *    use the sockets' default options (Nagle on, as for raw TCP).  MULPDU
  *    comes from the connection's MSS, as in the device; -mss1460 shows
- *    the same with the MULPDU of a 1460-octet MSS (an Ethernet path).
+ *    the same with the MULPDU of a 1460-octet MSS (an Ethernet path), with
+ *    and without CRC (the difference is what the CRC costs there).
  *  - send-64-rtt: microseconds per round trip of a 64-octet Send answered
  *    by a 64-octet Send, against raw TCP ping-pong of 64 octets.
  *  - stag-lookup / stag-resolve: calls per second with 1,048,576 regions
  *    registered, on STags drawn at random (the same sequence for all),
- *    against indexing a plain array of {key, valid} by STag index.
+ *    against indexing a plain array of {key, valid} by STag index;
+ *    stag-resolve-vs-entries: resolve again, against a plain array of
+ *    48-octet entries checked for key, PD, access and bounds (what a
+ *    resolve must read: the 0.25 goal is the lookup's).
  *  - qp-idle-host-dN: host memory the core holds per idle QP (rnic_qp_new
  *    with send and receive queues of N slots, the device's ORD/IRD of 16),
  *    as malloc's in-use bytes (mallinfo2) before and after creating
@@ -64,6 +75,10 @@
 #define SRC_OFF         0ull
 #define DST_OFF         ((uint64_t)4 << 20)
 
+/* The connection in use: the engines' or the raw baseline's (paired runs). */
+static int fds[2][2] = { { -1, -1 }, { -1, -1 } };
+static int *fd = fds[0];
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -95,12 +110,56 @@ static double median_time(void (*fn)(void *), void *arg)
     return t[BENCH_RUNS / 2];
 }
 
+/*
+ * Median seconds of BENCH_RUNS timed calls of @fn on connection @fn_fds
+ * and of @base on @base_fds, alternated run by run so that both see the
+ * same machine load (this machine is shared: a baseline measured once,
+ * seconds earlier, made ratios swing by 2x).  Returns the median of the
+ * runs' time ratios fn/base, steadier than the ratio of the two medians.
+ */
+static double median_time_paired(void (*fn)(void *), void *arg, int *fn_fds,
+                                 void (*base)(void *), void *base_arg,
+                                 int *base_fds, double *t_fn, double *t_base)
+{
+    double t[2][BENCH_RUNS], r[BENCH_RUNS];
+
+    fd = base_fds;
+    base(base_arg);
+    fd = fn_fds;
+    fn(arg);
+    for (int i = 0; i < BENCH_RUNS; i++) {
+        double start = now_s();
+
+        fd = base_fds;
+        base(base_arg);
+        t[1][i] = now_s() - start;
+        fd = fn_fds;
+        start = now_s();
+        fn(arg);
+        t[0][i] = now_s() - start;
+        r[i] = t[0][i] / t[1][i];
+    }
+    for (int k = 0; k < 2; k++) {
+        qsort(t[k], BENCH_RUNS, sizeof(t[k][0]), cmp_double);
+    }
+    qsort(r, BENCH_RUNS, sizeof(r[0]), cmp_double);
+    *t_fn = t[0][BENCH_RUNS / 2];
+    *t_base = t[1][BENCH_RUNS / 2];
+    return r[BENCH_RUNS / 2];
+}
+
+static void report_ratio(const char *name, double value, const char *unit,
+                         const char *base_name, double base, double ratio)
+{
+    printf("bench: %s %.3g %s ratio=%.2f (vs %s %.3g %s)\n", name, value,
+           unit, ratio, base_name, base, unit);
+    fflush(stdout);
+}
+
 static void report(const char *name, double value, const char *unit,
                    const char *base_name, double base)
 {
-    printf("bench: %s %.3g %s ratio=%.2f (vs %s %.3g %s)\n", name, value,
-           unit, value / base, base_name, base, unit);
-    fflush(stdout);
+    report_ratio(name, value, unit, base_name, base, value / base);
 }
 
 static void die(const char *what)
@@ -114,42 +173,74 @@ static void die(const char *what)
 static uint8_t crc_buf[MIB];
 static volatile uint32_t crc_sink;
 
-static void crc_hw_run(void *arg)
+struct crc_job {
+    uint32_t (*fn)(uint32_t crc, const void *buf, size_t len);
+    size_t len;             /* summed over and over, through crc_buf */
+};
+
+static void crc_run(void *arg)
 {
-    (void)arg;
-    for (int i = 0; i < 64; i++) {
-        crc_sink = rnic_crc32c_hw(crc_sink, crc_buf, sizeof(crc_buf));
+    const struct crc_job *j = arg;
+
+    for (size_t off = 0; off + j->len <= 64 * MIB; off += j->len) {
+        crc_sink = j->fn(crc_sink, crc_buf + off % (MIB - j->len + 1), j->len);
     }
 }
 
-static void crc_sw_run(void *arg)
+static double crc_gbs(uint32_t (*fn)(uint32_t, const void *, size_t),
+                      size_t len)
 {
-    (void)arg;
-    for (int i = 0; i < 64; i++) {
-        crc_sink = rnic_crc32c_sw(crc_sink, crc_buf, sizeof(crc_buf));
-    }
+    struct crc_job j = { fn, len };
+
+    return 64.0 * MIB / len * len / 1e9 / median_time(crc_run, &j);
 }
 
+/*
+ * 1 MiB (the bulk of a loopback Write) and 1460 octets (an FPDU's worth
+ * on an Ethernet path), each implementation this CPU has, against the
+ * crc32 instruction's three streams at the same length.
+ */
 static void bench_crc32c(void)
 {
-    double gb = 64.0 * sizeof(crc_buf) / 1e9;
-    double sw;
+    static const struct {
+        const char *name;
+        uint32_t (*fn)(uint32_t, const void *, size_t);
+        bool (*available)(void);
+    } fold[] = {
+        { "clmul", rnic_crc32c_clmul, rnic_crc32c_clmul_available },
+        { "vpclmul", rnic_crc32c_vpclmul, rnic_crc32c_vpclmul_available },
+    };
+    static const size_t lens[] = { MIB, 1460 };
+    double hw[2];
+    char name[64];
 
     for (size_t i = 0; i < sizeof(crc_buf); i++) {
         crc_buf[i] = (uint8_t)(i * 131 + 7);
     }
-    sw = gb / median_time(crc_sw_run, NULL);
     if (!rnic_crc32c_hw_available()) {
         printf("bench: crc32c-hw n/a: this CPU has no SSE4.2\n");
         return;
     }
-    report("crc32c-hw", gb / median_time(crc_hw_run, NULL), "GB/s",
-           "crc32c-sw", sw);
+    hw[0] = crc_gbs(rnic_crc32c_hw, MIB);
+    report("crc32c-hw", hw[0], "GB/s", "crc32c-sw",
+           crc_gbs(rnic_crc32c_sw, MIB));
+    hw[1] = crc_gbs(rnic_crc32c_hw, 1460);
+    for (size_t f = 0; f < sizeof(fold) / sizeof(fold[0]); f++) {
+        for (int l = 0; l < 2; l++) {
+            snprintf(name, sizeof(name), "crc32c-%s-%zu", fold[f].name,
+                     lens[l]);
+            if (!fold[f].available()) {
+                printf("bench: %s n/a: not on this CPU\n", name);
+                continue;
+            }
+            report(name, crc_gbs(fold[f].fn, lens[l]), "GB/s",
+                   l ? "crc32c-hw-1460" : "crc32c-hw", hw[l]);
+        }
+    }
 }
 
 /* ---- loopback TCP ---- */
 
-static int fd[2] = { -1, -1 };
 
 static void tcp_connect_pair(void)
 {
@@ -333,16 +424,33 @@ static void rdma_write_run(void *arg)
     }
 }
 
-static void bench_write(const char *name, bool crc, bool socket_mss,
-                        double raw_mbs)
+/* A second loopback connection for the raw baseline, beside the engines'. */
+static void raw_pair_up(void)
 {
-    double mb = XFER_PER_RUN * (double)MIB / 1e6;
+    fd = fds[1];
+    tcp_connect_pair();
+    fd = fds[0];
+}
+
+static void raw_pair_down(void)
+{
+    fd = fds[1];
+    tcp_close_pair();
+    fd = fds[0];
+}
+
+static void bench_write(const char *name, bool crc, bool socket_mss)
+{
+    double mb = XFER_PER_RUN * (double)MIB / 1e6, t, t_raw, r;
 
     engines_up(crc, socket_mss);
+    raw_pair_up();
     write_stag = epf_mr(&B, DST_OFF, MIB, RNIC_ACCESS_REMOTE_WRITE |
                         RNIC_ACCESS_LOCAL_WRITE, RNIC_STAG_PERSISTENT, false);
-    report(name, mb / median_time(rdma_write_run, NULL), "MB/s", "raw-tcp",
-           raw_mbs);
+    r = median_time_paired(rdma_write_run, NULL, fds[0], raw_stream_run,
+                           NULL, fds[1], &t, &t_raw);
+    report_ratio(name, mb / t, "MB/s", "raw-tcp", mb / t_raw, 1 / r);
+    raw_pair_down();
     engines_down();
 }
 
@@ -367,15 +475,16 @@ static void bench_pingpong(void)
 {
     uint32_t len = 64;
     size_t raw_len = len;
-    double raw, ep;
+    double raw, ep, r;
 
-    tcp_connect_pair();
-    raw = median_time(raw_pingpong_run, &raw_len) / RTT_PER_RUN * 1e6;
-    tcp_close_pair();
     engines_up(true, true);
-    ep = median_time(send_pingpong_run, &len) / RTT_PER_RUN * 1e6;
+    raw_pair_up();
+    r = median_time_paired(send_pingpong_run, &len, fds[0], raw_pingpong_run,
+                           &raw_len, fds[1], &ep, &raw);
+    raw_pair_down();
     engines_down();
-    report("send-64-rtt-crc", ep, "us", "raw-tcp-64-rtt", raw);
+    report_ratio("send-64-rtt-crc", ep / RTT_PER_RUN * 1e6, "us",
+                 "raw-tcp-64-rtt", raw / RTT_PER_RUN * 1e6, r);
 }
 
 /* ---- STag lookups ---- */
@@ -385,8 +494,21 @@ struct plain_entry {
     bool valid;
 };
 
+/*
+ * What a resolve must read besides the key: a plain array of entries as
+ * big as the table's (48 octets), checked for key, validity, PD, access
+ * and bounds.  It is the fair baseline of stag-resolve, whose one DRAM
+ * miss per random STag no array of 48 MiB avoids.
+ */
+struct plain_full {
+    uint64_t base_to, length, addr;
+    uint32_t pd;
+    uint8_t key, valid, access, pad[17];
+};
+
 static struct rnic_stag_table *table;
 static struct plain_entry *plain;
+static struct plain_full *plain_full;
 static uint32_t *probe;             /* the random STags looked up */
 static volatile uint64_t lookup_sink;
 
@@ -428,6 +550,21 @@ static void plain_lookup_run(void *arg)
     lookup_sink = hits;
 }
 
+static void plain_resolve_run(void *arg)
+{
+    uint32_t pd = *(uint32_t *)arg;
+    uint64_t hits = 0;
+
+    for (uint32_t i = 0; i < LOOKUPS_PER_RUN; i++) {
+        const struct plain_full *e = &plain_full[rnic_stag_index(probe[i])];
+
+        hits += e->valid && e->key == rnic_stag_key(probe[i]) &&
+                e->pd == pd && (e->access & RNIC_ACCESS_REMOTE_WRITE) &&
+                0x100 >= e->base_to && 0x100 + 64 <= e->base_to + e->length;
+    }
+    lookup_sink = hits;
+}
+
 static void bench_stags(void)
 {
     struct rnic_stag_table_params tp = {
@@ -440,8 +577,9 @@ static void bench_stags(void)
 
     table = rnic_stag_table_new(&tp);
     plain = calloc((size_t)NSTAGS + 2, sizeof(*plain));
+    plain_full = calloc((size_t)NSTAGS + 2, sizeof(*plain_full));
     probe = malloc(LOOKUPS_PER_RUN * sizeof(*probe));
-    if (!table || !plain || !probe || !stags ||
+    if (!table || !plain || !plain_full || !probe || !stags ||
         rnic_pd_alloc(table, &pd) != RNIC_STAG_OK) {
         die("stag table");
     }
@@ -458,6 +596,11 @@ static void bench_stags(void)
         }
         plain[rnic_stag_index(stags[i])] =
             (struct plain_entry) { rnic_stag_key(stags[i]), true };
+        plain_full[rnic_stag_index(stags[i])] = (struct plain_full) {
+            .length = 4096, .addr = page, .pd = pd,
+            .key = rnic_stag_key(stags[i]), .valid = true,
+            .access = RNIC_ACCESS_REMOTE_WRITE,
+        };
     }
     for (uint32_t i = 0; i < LOOKUPS_PER_RUN; i++) {
         probe[i] = stags[epf_rand(&rng, NSTAGS)];
@@ -469,7 +612,12 @@ static void bench_stags(void)
     report("stag-resolve", LOOKUPS_PER_RUN /
            median_time(stag_resolve_run, &pd), "lookups/s", "plain-array",
            base);
+    report("stag-resolve-vs-entries", LOOKUPS_PER_RUN /
+           median_time(stag_resolve_run, &pd), "lookups/s",
+           "plain-entry-array", LOOKUPS_PER_RUN /
+           median_time(plain_resolve_run, &pd));
     rnic_stag_table_free(table);
+    free(plain_full);
     free(plain);
     free(probe);
     free(stags);
@@ -521,16 +669,11 @@ static void bench_qp_memory(uint32_t depth)
 
 int main(void)
 {
-    double raw_mbs;
-
     bench_crc32c();
-    tcp_connect_pair();
-    raw_mbs = XFER_PER_RUN * (double)MIB / 1e6 /
-              median_time(raw_stream_run, NULL);
-    tcp_close_pair();
-    bench_write("write-1m-crc", true, true, raw_mbs);
-    bench_write("write-1m-nocrc", false, true, raw_mbs);
-    bench_write("write-1m-crc-mss1460", true, false, raw_mbs);
+    bench_write("write-1m-crc", true, true);
+    bench_write("write-1m-nocrc", false, true);
+    bench_write("write-1m-crc-mss1460", true, false);
+    bench_write("write-1m-nocrc-mss1460", false, false);
     bench_pingpong();
     bench_stags();
     bench_qp_memory(1);

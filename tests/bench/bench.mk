@@ -24,3 +24,37 @@ bench: $(BENCH_BIN) qemu
 	$(call ninja-ours,$(QEMU_BUILD),$(DEVICE_BENCH))
 	@cd $(QEMU_BUILD) && QTEST_QEMU_BINARY=./qemu-system-x86_64 \
 	    ./$(DEVICE_BENCH) | grep '^bench:'
+
+# The scale soak (tests/qtest/rnic-soak-test.c): 10,000 QPs on one device,
+# 1,000 connected to a second QEMU and moving traffic at once, each device
+# on an IOThread; then both devices in one QEMU on one IOThread.  About
+# 25 s each: `make check` runs the first (check-soak, which ends with the
+# summary line check-all.sh counts), `make soak` and `make e2e` both.
+SOAK_TEST := tests/qtest/rnic-soak-test
+SOAK_ONLY ?=
+
+.PHONY: soak check-soak
+soak: qemu
+	$(call ninja-ours,$(QEMU_BUILD),$(SOAK_TEST))
+	@cd $(QEMU_BUILD) && QTEST_QEMU_BINARY=./qemu-system-x86_64 \
+	    ./$(SOAK_TEST) --tap -k $(if $(SOAK_ONLY),-p $(SOAK_ONLY))
+
+check-soak:
+	@if $(MAKE) --no-print-directory soak \
+	    SOAK_ONLY=/x86_64/rnic/soak/qps-connections-traffic; then \
+	    echo "soak: 1 passed, 0 failed"; \
+	else echo "soak: 0 passed, 1 failed"; exit 1; fi
+
+# `make bench-guest`: perftest between two rnic guests and two siw guests
+# and raw TCP between two host processes, in one run, as one table of
+# ratios (tests/e2e/bench-guest.sh; about ten minutes, not in make check).
+TCP_PAIR := $(OBJ)/tests/bench/tcp-pair
+
+.PHONY: bench-guest
+
+$(TCP_PAIR): tests/bench/tcp-pair.c
+	@mkdir -p $(@D)
+	$(CC) $(CORE_CFLAGS) -o $@ $<
+
+bench-guest: $(TCP_PAIR) qemu e2e-prep
+	TCP_PAIR=$(abspath $(TCP_PAIR)) bash $(E2E_DIR)/bench-guest.sh

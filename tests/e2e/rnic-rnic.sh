@@ -70,13 +70,14 @@ fi
 # loopback (any port: the hot-removal listener takes port 0), the client
 # may connect to the server's port only.
 e2e_guest_start "$name-server" "$initrd" "e2e.role=server e2e.port=$port" \
-    $io_obj -device "rnic,id=rnic0,listen-allow=127.0.0.1$io_opt${E2E_RNIC_OPTS:-}" \
+    $io_obj -device "rnic,id=rnic0,listen-allow=127.0.0.1$io_opt${E2E_RNIC_OPTS:-}$(e2e_capture "$name-server")" \
     ${E2E_SERVER_QEMU_ARGS:-}
 # shellcheck disable=SC2086
 e2e_guest_start "$name-client" "$initrd" "e2e.role=client e2e.port=$port" \
-    $io_obj -device "rnic,id=rnic0,peer-allow=127.0.0.1:$port$io_opt"
+    $io_obj -device "rnic,id=rnic0,peer-allow=127.0.0.1:$port$io_opt$(e2e_capture "$name-client")"
 
 rc=0
 e2e_guest_wait "$name-client" || rc=1
 e2e_guest_wait "$name-server" || rc=1
+e2e_capture_check "$name-server" "$name-client" || rc=1
 e2e_result "$name" "$rc"

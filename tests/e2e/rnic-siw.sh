@@ -22,18 +22,6 @@ size=$(e2e_arg size)
 e2e_siw_up 10.0.2.15 || exit
 ip route add default via 10.0.2.2
 
-# rping's client prints "ping data:" for every verified ping (-V checks
-# the bytes), its server "server ping data:" for every ping it read.
-pings() {
-    local n
-    n=$(grep -c "$2" "$1")
-    if [ "$n" -eq "$count" ]; then
-        e2e_pass "$3: $n pings"
-    else
-        e2e_fail "$3" "$n of $count pings"
-    fi
-}
-
 # Servers for the rnic clients: both listen, then the host starts the
 # rnic guest.
 for p in $(e2e_arg porta0) $(e2e_arg porta1); do
@@ -46,7 +34,8 @@ wait
 echo "servers done, uptime $(cut -d' ' -f1 /proc/uptime)"
 for p in $(e2e_arg porta0) $(e2e_arg porta1); do
     cat "/tmp/server-$p.out"
-    pings "/tmp/server-$p.out" 'server ping data: rdma-ping-' "siw-server-$p"
+    e2e_rping_count "/tmp/server-$p.out" 'server ping data: rdma-ping-' \
+        "siw-server-$p" "$count"
 done
 
 # Clients of the rnic servers: retry until rnic-tool listens.
@@ -60,7 +49,8 @@ for p in $(e2e_arg portb0) $(e2e_arg portb1); do
         sleep 1
     done
     cat "/tmp/client-$p.out"
-    pings "/tmp/client-$p.out" '^ping data: rdma-ping-' "siw-client-$p"
+    e2e_rping_count "/tmp/client-$p.out" '^ping data: rdma-ping-' \
+        "siw-client-$p" "$count"
 done
 GUEST
 
@@ -109,14 +99,18 @@ pa0=$(e2e_free_port) pa1=$(e2e_free_port) pb0=$(e2e_free_port) pb1=$(e2e_free_po
 args="e2e.count=$count e2e.size=$size e2e.porta0=$pa0 e2e.porta1=$pa1 e2e.portb0=$pb0 e2e.portb1=$pb1"
 e2e_guest_start siw-peer "$siw_initrd" "$args" \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$pa0-10.0.2.15:$pa0,hostfwd=tcp:127.0.0.1:$pa1-10.0.2.15:$pa1" \
-    -device virtio-net-pci,netdev=n0,romfile=
+    -device virtio-net-pci,netdev=n0,romfile= \
+    -object "filter-dump,id=d0,netdev=n0,file=$E2E_LOGS/siw-peer.pcap"
 # slirp accepts connections before the guest listens: wait for rping -s.
 e2e_wait_marker siw-peer SIW-READY
 e2e_guest_start rnic-siw "$rnic_initrd" "$args" \
-    -device "rnic,id=rnic0,peer-allow=127.0.0.1:$pa0,listen-allow=127.0.0.1:$pb0" \
-    -device "rnic,id=rnic1,mpa-crc=required,peer-allow=127.0.0.1:$pa1,listen-allow=127.0.0.1:$pb1"
+    -device "rnic,id=rnic0,peer-allow=127.0.0.1:$pa0,listen-allow=127.0.0.1:$pb0$(e2e_capture rnic-siw-rnic0)" \
+    -device "rnic,id=rnic1,mpa-crc=required,peer-allow=127.0.0.1:$pa1,listen-allow=127.0.0.1:$pb1$(e2e_capture rnic-siw-rnic1)" \
+    -D "$E2E_LOGS/rnic-siw.trace" -trace 'rnic_conn*' -trace rnic_cqe \
+    -trace 'rnic_term*' -trace rnic_qp_state -trace rnic_event
 
 rc=0
 e2e_guest_wait rnic-siw || rc=1
 e2e_guest_wait siw-peer || rc=1
+e2e_capture_check rnic-siw-rnic0 rnic-siw-rnic1 || rc=1
 e2e_result rnic-siw "$rc"

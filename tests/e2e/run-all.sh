@@ -7,16 +7,19 @@
 set -uo pipefail
 cd "$(dirname "$0")" || exit 1
 
-# Scenarios named on the command line, or all of them.
+# Scenarios named on the command line (SCRIPT or SCRIPT:ARG,ARG...), or
+# all of them.
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(*.sh)
 
 passed=0
 failed=0
 for t in "${scenarios[@]}"; do
-    case $t in prep.sh | run-all.sh | demo.sh) continue ;; esac
+    case $t in prep.sh | run-all.sh | demo.sh | bench-guest.sh) continue ;; esac
+    script=${t%%:*} args=()
+    [ "$script" = "$t" ] || IFS=, read -ra args <<<"${t#*:}"
     echo "e2e: running $t"
-    if ./"$t"; then
+    if ./"$script" ${args[@]+"${args[@]}"}; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))

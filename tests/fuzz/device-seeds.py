@@ -59,6 +59,53 @@ def command(opcode, payload_words):
     return body.ljust(64, b"\0")
 
 
+def wqe_opcodes(text):
+    return {m[0]: int(m[1], 16) for m in
+            re.findall(r"(RNIC_WQE_[A-Z_]+)\s*=\s*(0x[0-9a-f]{2}),", text)}
+
+
+def sq_wqe(opcode, imm_or_stag=0, remote_stag=0, tail=b""):
+    # struct rnic_sq_wqe: 64-byte head, then the SGE area (FAST_REG's
+    # struct rnic_wqe_fast_reg lives there).
+    head = struct.pack("<QBBBBIIIQQQ16x", 1, opcode, 1, 0, 0, imm_or_stag,
+                       remote_stag, 0, 0x1000, 0, 0)
+    return (head + tail).ljust(128, b"\0")
+
+
+def kernel_qp_setup(r, cmds):
+    # PD 1, CQ 1, a kernel QP (CREATE_QP flag KERNEL) and an ALLOC_MR
+    # region of 4 pages: what FAST_REG and READ_INV need to get anywhere.
+    # Each command slot the device reads takes the next DMA pattern.
+    setup = [command(cmds["RNIC_CMD_CREATE_PD"], []),
+             command(cmds["RNIC_CMD_CREATE_CQ"], [0x300000, 0, 4 | 1 << 8]),
+             command(cmds["RNIC_CMD_CREATE_QP"],
+                     [1, 1, 1, 0xffffffff, 0x400000, 0, 0x500000, 0,
+                      3 | 3 << 8 | 1 << 16]),
+             command(cmds["RNIC_CMD_ALLOC_MR"], [1, 4, 0x10])]
+    return (bring_up(r) + [dma_pattern(c) for c in setup] +
+            [write(r["RNIC_REG_CMDQ_PROD"], len(setup)),
+             bytes([OP_CLOCK_STEP])])
+
+
+def wr_seeds(r, cmds, wqe):
+    # ABI 0.2's work requests on a kernel QP: FAST_REG (page list at
+    # 0x600000), Read with Invalidate, LOCAL_INV of the region.
+    stag = 0x111            # index 1, the key FAST_REG gives it
+    fr = struct.pack("<QQQIIIIB3x", 0x600000, 0x7000000, 4 * 4096, 4,
+                     0x0b, stag, 0, 12)
+    wrs = {"wr_fast_reg": sq_wqe(wqe["RNIC_WQE_FAST_REG"], tail=fr),
+           "wr_read_inv": sq_wqe(wqe["RNIC_WQE_READ_INV"], stag, 0x101,
+                                 struct.pack("<QII", 0x7000000, 4096, stag)),
+           "wr_local_inv": sq_wqe(wqe["RNIC_WQE_LOCAL_INV"], stag)}
+    pages = b"".join(struct.pack("<Q", 0x700000 + 4096 * i)
+                     for i in range(4))
+    return {name: kernel_qp_setup(r, cmds) +
+            [dma_pattern(w), dma_pattern(pages),
+             write(r["RNIC_REG_DB_SQ"], 0x00010001),
+             bytes([OP_CLOCK_STEP])]
+            for name, w in wrs.items()}
+
+
 def main(header, out):
     r, cmds = abi_constants(header)
     out = Path(out)
@@ -75,6 +122,7 @@ def main(header, out):
                              [dma_pattern(bytes(range(64)), 0, 1),
                               write(r["RNIC_REG_" + db], 0x00030001),
                               bytes([OP_CLOCK_STEP])])
+    seeds.update(wr_seeds(r, cmds, wqe_opcodes(Path(header).read_text())))
     for name, ops in seeds.items():
         (out / name).write_bytes(SEP.join(ops))
 

@@ -13,11 +13,15 @@
  *  - what is agreed respects our policy (CRC, markers, revision, the
  *    14-bit IRD/ORD, one RTR type out of those we offered);
  *  - two ends with the same parameters that accept the Request also
- *    accept the Reply.
+ *    accept the Reply;
+ *  - a failed responder answers only with a Reject, a failed initiator
+ *    only with the RFC 6581 Terminate of its error, framed as agreed.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine.h"
+#include "fpdu.h"
 #include "fuzz.h"
 #include "mpa.h"
 
@@ -127,6 +131,36 @@ static void fuzz_self_negotiate(const struct rnic_mpa_params *p)
     }
 }
 
+static int fuzz_term_ulpdu(void *opaque, const uint8_t *u, size_t len)
+{
+    struct rnic_term_code want = rnic_mpa_err_to_term(*(int *)opaque);
+
+    if (len != 22 || (u[1] & 0xf) != RNIC_RDMAP_TERMINATE ||
+        u[18] != (want.layer << 4 | want.etype) || u[19] != want.ecode) {
+        fuzz_fail("our Terminate is not the one of our error");
+    }
+    *(int *)opaque = 0;
+    return 0;
+}
+
+/* An initiator refusing the Reply: one Terminate FPDU, nothing else. */
+static void fuzz_check_term(struct rnic_mpa_conn *c)
+{
+    static uint8_t buf[64];
+    struct rnic_fpdu_rx rx;
+    int err = c->err;
+
+    if (!rnic_mpa_err_is_term(err)) {
+        fuzz_fail("an initiator answers %s", rnic_mpa_strerror(err));
+    }
+    rnic_fpdu_rx_init(&rx, c->result.crc, c->result.markers_tx, buf,
+                      sizeof(buf));
+    if (rnic_fpdu_rx_input(&rx, c->out, c->out_len, fuzz_term_ulpdu,
+                           &err) || err) {
+        fuzz_fail("our Terminate does not deframe");
+    }
+}
+
 /* The peer's bytes through the state machine, in chunks. */
 static void fuzz_conn(const struct rnic_mpa_params *p, bool initiator,
                       const uint8_t *hdr, const uint8_t *data, size_t size)
@@ -166,10 +200,9 @@ static void fuzz_conn(const struct rnic_mpa_params *p, bool initiator,
     }
     if (c.state == RNIC_MPA_FAILED && c.out_len) {
         if (initiator) {
-            fuzz_fail("an initiator answers nothing");
-        }
-        if (rnic_mpa_parse(c.out, c.out_len, true, &f) != (int)c.out_len ||
-            !(f.flags & RNIC_MPA_FLAG_R)) {
+            fuzz_check_term(&c);
+        } else if (rnic_mpa_parse(c.out, c.out_len, true, &f) !=
+                   (int)c.out_len || !(f.flags & RNIC_MPA_FLAG_R)) {
             fuzz_fail("our Reject does not parse as one");
         }
     }

@@ -327,6 +327,34 @@ static void test_active_connect(void)
     rnic_test_stop(&c.t);
 }
 
+/*
+ * ABI 0.2: after CONN_REJECTED the peer's private data is read with
+ * QUERY_CONN naming the QP (the connection itself is gone: without the
+ * QP, ERR_HANDLE as in 0.1).
+ */
+static void expect_reject_kept(CmTest *c, const struct rnic_event *ev,
+                               const char *why)
+{
+    struct rnic_cmd_query_conn q = {
+        .conn_id = ev->arg0,
+        .info_addr = cpu_to_le64(guest_alloc(c->t.alloc,
+                                             RNIC_CONN_INFO_SIZE)),
+    };
+    struct rnic_conn_info info;
+    size_t n = strlen(why);
+    uint16_t len;
+
+    g_assert_cmphex(rnic_cmd_status(&c->t, RNIC_CMD_QUERY_CONN, &q,
+                                    sizeof(q)), ==, RNIC_CMD_ERR_HANDLE);
+    q.qpn = ev->id;
+    rnic_cmd_ok(&c->t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    qtest_memread(c->t.qts, le64_to_cpu(q.info_addr), &info, sizeof(info));
+    len = le16_to_cpu(info.pdata_len);
+    g_assert_cmpuint(len, ==, le32_to_cpu(ev->arg1));
+    g_assert_cmpuint(len, >=, n);
+    g_assert_cmpmem(info.pdata + len - n, n, why, n);
+}
+
 static void test_active_rejected_and_denied(void)
 {
     uint8_t frame[600], hdr[MPA_HDR], pd[512];
@@ -358,6 +386,7 @@ static void test_active_rejected_and_denied(void)
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REJECTED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
     g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_IDLE);
+    expect_reject_kept(&c, &ev, "busy");
     close(fd);
 
     /* Nobody listening any more: the connect fails with an event. */
@@ -366,6 +395,69 @@ static void test_active_rejected_and_denied(void)
     rnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ERROR);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, ECONNREFUSED);
+    rnic_test_stop(&c.t);
+}
+
+/* A loopback port nobody listens on right now. */
+static uint16_t free_port(void)
+{
+    uint16_t port;
+    int fd = rnic_tcp_listen(&port);
+
+    close(fd);
+    return port;
+}
+
+/*
+ * ABI 0.2: CONNECT binds the local address the guest names, within
+ * listen-allow; the peer sees the connection come from it.
+ */
+static void test_active_local_bind(void)
+{
+    struct rnic_cmd_connect k = { 0 };
+    struct rnic_sockaddr local;
+    struct sockaddr_in from;
+    socklen_t flen = sizeof(from);
+    uint64_t laddr;
+    uint16_t port, lport = free_port();
+    CmTest c;
+    int lfd, fd;
+
+    cm_start(&c, NULL);
+    lfd = rnic_tcp_listen(&port);
+    k.qpn = cpu_to_le32(cm_create_qp(&c));
+    k.peer = loopback(port);
+    laddr = guest_alloc(c.t.alloc, sizeof(local));
+    k.local_addr = cpu_to_le64(laddr);
+
+    /* Outside listen-allow: refused before any socket is bound. */
+    local = loopback(lport);
+    local.addr[3] = 2;
+    qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+                    ==, RNIC_CMD_ERR_DENIED);
+    local.family = RNIC_AF_INET6;
+    qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+                    ==, RNIC_CMD_ERR_PARAM);
+
+    /* Taken by a listener on the host. */
+    local = loopback(port);
+    qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
+    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+                    ==, RNIC_CMD_ERR_ADDRINUSE);
+
+    /* The guest's 10.0.0.1 is the host's 127.0.0.1 (addr-map default). */
+    local = loopback(lport);
+    local.addr[0] = 10;
+    qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
+    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    fd = rnic_tcp_accept(lfd);
+    g_assert_cmpint(getpeername(fd, (struct sockaddr *)&from, &flen), ==, 0);
+    g_assert_cmpuint(ntohs(from.sin_port), ==, lport);
+    g_assert_cmphex(ntohl(from.sin_addr.s_addr), ==, INADDR_LOOPBACK);
+    close(fd);
+    close(lfd);
     rnic_test_stop(&c.t);
 }
 
@@ -454,16 +546,6 @@ static void test_abortive_disconnect(void)
 }
 
 /* ---- limits a peer cannot exhaust (issue 8, defects 4 and 5) ---- */
-
-/* A loopback port nobody listens on right now. */
-static uint16_t free_port(void)
-{
-    uint16_t port;
-    int fd = rnic_tcp_listen(&port);
-
-    close(fd);
-    return port;
-}
 
 /* True when the device closed or reset @fd within @secs seconds. */
 static bool closed_within(int fd, int secs)
@@ -787,6 +869,7 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/cm/active-connect", test_active_connect);
     rnic_test_add_both("/rnic/cm/active-rejected-denied",
                        test_active_rejected_and_denied);
+    rnic_test_add_both("/rnic/cm/active-local-bind", test_active_local_bind);
     rnic_test_add_both("/rnic/cm/handoff-fd", test_handoff_fd);
     rnic_test_add_both("/rnic/cm/abortive-disconnect",
                            test_abortive_disconnect);

@@ -6,6 +6,10 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qobject/qjson.h"
+#include "qobject/qstring.h"
 #include "libqos/rnic.h"
 
 #define IOVA        0x7f0000000000ull
@@ -22,6 +26,7 @@ typedef struct Side {
     RnicTestQp qp;
     uint64_t buf;
     uint32_t stag;
+    uint16_t qp_flags;      /* RNIC_QP_FLAG_* of its QP */
 } Side;
 
 static void side_setup(Side *x, uint32_t access)
@@ -29,8 +34,9 @@ static void side_setup(Side *x, uint32_t access)
     rnic_test_enable(&x->t);
     x->pdn = rnic_create_pd(&x->t);
     x->cqn = rnic_create_cq(&x->t, CQ_LOG, 1, &x->cq_ring);
-    g_assert_cmphex(rnic_try_create_qp(&x->t, x->pdn, x->cqn, x->cqn, QP_LOG,
-                                       &x->qp), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_try_create_qp_flags(&x->t, x->pdn, x->cqn, x->cqn,
+                                             RNIC_NO_SRQ, QP_LOG, x->qp_flags,
+                                             &x->qp), ==, RNIC_CMD_OK);
     x->buf = guest_alloc(x->t.alloc, BUF_SIZE);
     g_assert_cmphex(x->buf & 0xfff, ==, 0);
     g_assert_cmphex(rnic_reg_mr(&x->t, x->pdn, x->buf, BUF_SIZE, access,
@@ -98,9 +104,9 @@ static void check_same(Side *a, uint32_t aoff, Side *b, uint32_t boff,
     g_assert_cmpmem(pa, len, pb, len);
 }
 
-/* a listens, b connects; both QPs end in RTS. */
-static void connect_pair(Side *a, Side *b, const char *extra_a,
-                         const char *extra_b)
+/* Two devices, a listens, b connects; both QPs end in RTS. */
+static void connect_pair_opts(Side *a, Side *b, const char *extra_a,
+                              const char *extra_b, uint16_t qp_flags)
 {
     const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ |
                             RNIC_ACC_REMOTE_WRITE | RNIC_ACC_REMOTE_ATOMIC;
@@ -111,12 +117,19 @@ static void connect_pair(Side *a, Side *b, const char *extra_a,
 
     memset(a, 0, sizeof(*a));
     memset(b, 0, sizeof(*b));
+    a->qp_flags = b->qp_flags = qp_flags;
     rnic_test_start_pair(&a->t, &b->t, xa, xb);
     side_setup(a, access);
     side_setup(b, access);
     rnic_connect_qps(&a->t, a->qp.qpn, &b->t, b->qp.qpn, 4);
     g_assert_cmpuint(rnic_query_qp_state(&a->t, a->qp.qpn), ==, RNIC_QPS_RTS);
     g_assert_cmpuint(rnic_query_qp_state(&b->t, b->qp.qpn), ==, RNIC_QPS_RTS);
+}
+
+static void connect_pair(Side *a, Side *b, const char *extra_a,
+                         const char *extra_b)
+{
+    connect_pair_opts(a, b, extra_a, extra_b, 0);
 }
 
 static void stop_pair(Side *a, Side *b)
@@ -477,6 +490,665 @@ static void test_control_reset_in_flight(void)
     stop_pair(&a, &b);
 }
 
+/* qom-get DEV state, as QMP returns it (a JSON object). */
+static QDict *get_state(Side *x, const char *id)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/%s", id);
+    QDict *r = qtest_qmp(x->t.qts, "{'execute': 'qom-get', 'arguments': {"
+                         "'path': %s, 'property': 'state'}}", path);
+    QDict *st = qdict_get_qdict(r, "return");
+
+    g_assert_nonnull(st);
+    qobject_ref(st);
+    qobject_unref(r);
+    return st;
+}
+
+static QDict *only(QDict *st, const char *key)
+{
+    QList *l = qdict_get_qlist(st, key);
+
+    g_assert_nonnull(l);
+    g_assert_cmpuint(qlist_size(l), ==, 1);
+    return qobject_to(QDict, qlist_peek(l));
+}
+
+/*
+ * The state dump: after a Write, each side's QP, CQ, STag and connection
+ * are there with the values the commands set; HMP prints the same.
+ */
+static void test_state(void)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(1),
+        .opcode = RNIC_WQE_WRITE,
+        .num_sge = 1,
+    };
+    g_autofree char *stag = NULL, *hmp = NULL;
+    struct rnic_cq_entry e;
+    QDict *st, *qp, *cq, *mr, *conn;
+    QList *access;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    w.sge[0] = sge(&a, 0, 3000);
+    w.remote_stag = cpu_to_le32(b.stag);
+    w.remote_addr = cpu_to_le64(IOVA);
+    post_recv(&a, 9, 0, 100);
+    post_send(&a, &w);
+    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 1, &e);
+    rnic_wr(&b.t, RNIC_REG_DB_CQ_ARM, b.cqn | RNIC_DB_ARM_NEXT);
+    rnic_settle(&b.t);
+
+    st = get_state(&a, "a");
+    g_assert_true(qdict_get_bool(st, "enabled"));
+    qp = only(st, "qps");
+    g_assert_cmpint(qdict_get_int(qp, "qpn"), ==, a.qp.qpn);
+    g_assert_cmpstr(qdict_get_str(qp, "state"), ==, "RTS");
+    g_assert_cmpint(qdict_get_int(qp, "pd"), ==, a.pdn);
+    g_assert_false(qdict_get_bool(qp, "kernel"));
+    g_assert_cmpint(qdict_get_int(qp, "send-cq"), ==, a.cqn);
+    g_assert_cmpint(qdict_get_int(qp, "ird"), ==, 4);
+    g_assert_cmpint(qdict_get_int(qp, "ord"), ==, 4);
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(qp, "sq"), "prod"), ==, 1);
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(qp, "sq"), "cons"), ==, 1);
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(qp, "rq"), "posted"), ==,
+                    1);
+    g_assert_true(g_str_has_prefix(qdict_get_str(qp, "peer"), "127.0.0.1:"));
+    g_assert_true(qobject_type(qdict_get(qp, "last-terminate")) ==
+                  QTYPE_QNULL);
+    cq = only(st, "cqs");
+    g_assert_cmpint(qdict_get_int(cq, "cqn"), ==, a.cqn);
+    g_assert_cmpstr(qdict_get_str(cq, "armed"), ==, "no");
+    g_assert_cmpint(qdict_get_int(cq, "prod"), ==, 1);
+    mr = only(st, "stags");
+    stag = g_strdup_printf("0x%x", a.stag);
+    g_assert_cmpstr(qdict_get_str(mr, "stag"), ==, stag);
+    g_assert_cmpstr(qdict_get_str(mr, "type"), ==, "mr");
+    g_assert_cmpstr(qdict_get_str(mr, "base"), ==, "0x7f0000000000");
+    g_assert_cmpint(qdict_get_int(mr, "length"), ==, BUF_SIZE);
+    g_assert_cmpstr(qdict_get_str(mr, "policy"), ==, "persistent");
+    access = qdict_get_qlist(mr, "access");
+    g_assert_cmpuint(qlist_size(access), ==, 5);   /* + local-read */
+    conn = only(st, "connections");
+    g_assert_cmpstr(qdict_get_str(conn, "state"), ==, "rts");
+    g_assert_cmpstr(qdict_get_str(conn, "role"), ==, "responder");
+    g_assert_cmpint(qdict_get_int(conn, "qpn"), ==, a.qp.qpn);
+    g_assert_cmpint(qdict_get_int(conn, "bytes"), >, 3000);
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(conn, "mpa"), "rev"), ==,
+                    2);
+    g_assert_cmpstr(qdict_get_str(conn, "id"), ==, qdict_get_str(qp, "conn"));
+    g_assert_cmpuint(qlist_size(qdict_get_qlist(st, "listeners")), ==, 1);
+    qobject_unref(st);
+
+    st = get_state(&b, "b");
+    g_assert_cmpstr(qdict_get_str(only(st, "cqs"), "armed"), ==, "next");
+    g_assert_cmpstr(qdict_get_str(only(st, "connections"), "role"), ==,
+                    "initiator");
+    qobject_unref(st);
+
+    hmp = qtest_hmp(a.t.qts, "qom-get /machine/peripheral/a state");
+    g_assert_nonnull(strstr(hmp, "\"state\": \"RTS\""));
+    g_assert_nonnull(strstr(hmp, stag));
+    stop_pair(&a, &b);
+}
+
+/*
+ * capture set at run time: the connection already open is not recorded
+ * (its FPDU boundaries are unknown), one opened afterwards is.
+ */
+static void test_capture_runtime(void)
+{
+    g_autofree char *file = g_strdup_printf("%s/rnic-capture-%d.pcapng",
+                                            g_get_tmp_dir(), getpid());
+    struct rnic_cq_entry e;
+    QDict *st, *cap;
+    Side a, b, a2, b2;
+    gsize len;
+    g_autofree gchar *data = NULL;
+
+    if (getenv("RNIC_QTEST_CAPTURE")) {
+        g_test_skip("the capture is already driven by RNIC_QTEST_CAPTURE");
+        return;
+    }
+    connect_pair(&a, &b, NULL, NULL);
+    qobject_unref(qtest_qmp(a.t.qts, "{'execute': 'qom-set', 'arguments': {"
+                            "'path': '/machine/peripheral/a', "
+                            "'property': 'capture', 'value': %s}}", file));
+    sends(&a, &b);
+    st = get_state(&a, "a");
+    cap = qdict_get_qdict(st, "capture");
+    g_assert_cmpstr(qdict_get_str(cap, "file"), ==, file);
+    g_assert_cmpint(qdict_get_int(cap, "packets"), ==, 0);
+    qobject_unref(st);
+
+    /* A second pair of QPs on a new connection: recorded. */
+    a2 = a;
+    b2 = b;
+    g_assert_cmphex(rnic_try_create_qp(&a2.t, a.pdn, a.cqn, a.cqn, QP_LOG,
+                                       &a2.qp), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_try_create_qp(&b2.t, b.pdn, b.cqn, b.cqn, QP_LOG,
+                                       &b2.qp), ==, RNIC_CMD_OK);
+    rnic_connect_qps(&a2.t, a2.qp.qpn, &b2.t, b2.qp.qpn, 0);
+    post_recv(&b2, 5, 0, 100);
+    {
+        struct rnic_sq_wqe w = {
+            .wr_id = cpu_to_le64(4), .opcode = RNIC_WQE_SEND, .num_sge = 1,
+        };
+
+        w.sge[0] = sge(&a2, 0, 100);
+        post_send(&a2, &w);
+    }
+    side_expect_cqe(&b2, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 5, &e);
+    st = get_state(&a, "a");
+    cap = qdict_get_qdict(st, "capture");
+    /* SYN, SYN-ACK, ACK, MPA Request, Reply and the Send */
+    g_assert_cmpint(qdict_get_int(cap, "packets"), ==, 6);
+    g_assert_cmpint(qdict_get_int(cap, "streams"), ==, 1);
+    g_assert_cmpint(qdict_get_int(cap, "dropped"), ==, 0);
+    qobject_unref(st);
+    qobject_unref(qtest_qmp(a.t.qts, "{'execute': 'qom-set', 'arguments': {"
+                            "'path': '/machine/peripheral/a', "
+                            "'property': 'capture', 'value': ''}}"));
+    g_assert_true(g_file_get_contents(file, &data, &len, NULL));
+    g_assert_cmpuint(len, >, 6 * 54);
+    g_assert_cmpmem(data, 4, "\x0a\x0d\x0d\x0a", 4);   /* pcapng */
+    unlink(file);
+    stop_pair(&a, &b);
+}
+
+/*
+ * The worked examples of docs/debugging.md: a driver's mistake, and what
+ * it looks like.  Each asserts the symptom.  With RNIC_EXAMPLE_DIR set
+ * (tests/debug/example.sh), QEMU also logs guest errors and rnic_* traces
+ * to DIR/qemu.log, both devices record their traffic to DIR/a.pcapng and
+ * DIR/b.pcapng, and their state dumps go to DIR/state-a.json and -b.json.
+ */
+static const char *const cqe_names[] = RNIC_CQE_STATUS_NAMES;
+static const char *const event_names[] = RNIC_EVENT_NAMES;
+
+static void example_start(Side *a, Side *b)
+{
+    const char *dir = getenv("RNIC_EXAMPLE_DIR");
+    g_autofree char *ea = NULL, *eb = NULL;
+
+    if (dir) {
+        ea = g_strdup_printf(",capture=%s/a.pcapng", dir);
+        eb = g_strdup_printf(",capture=%s/b.pcapng -d guest_errors "
+                             "-trace rnic_* -D %s/qemu.log", dir, dir);
+    }
+    connect_pair(a, b, ea, eb);
+}
+
+static void example_stop(Side *a, Side *b)
+{
+    const char *dir = getenv("RNIC_EXAMPLE_DIR");
+
+    for (int i = 0; dir && i < 2; i++) {
+        Side *x = i ? b : a;
+        const char *id = i ? "b" : "a";
+        QDict *st = get_state(x, id);
+        g_autoptr(GString) json = qobject_to_json_pretty(QOBJECT(st), true);
+        g_autofree char *file = g_strdup_printf("%s/state-%s.json", dir, id);
+
+        g_assert_true(g_file_set_contents(file, json->str, json->len, NULL));
+        qobject_unref(st);
+    }
+    stop_pair(a, b);
+}
+
+static void example_cqe(Side *x, const char *who, uint8_t status)
+{
+    struct rnic_cq_entry e;
+
+    side_cqe(x, &e);
+    g_test_message("example: %s: CQE wr_id 0x%" PRIx64 " status %s", who,
+                   le64_to_cpu(e.wr_id), cqe_names[e.status]);
+    g_assert_cmpuint(e.status, ==, status);
+}
+
+static void example_event(Side *x, const char *who, uint8_t type)
+{
+    struct rnic_event ev;
+
+    rnic_wait_event(&x->t, &ev);
+    g_test_message("example: %s: event %s id %u arg0 0x%x arg1 0x%x", who,
+                   event_names[ev.type], le32_to_cpu(ev.id),
+                   le32_to_cpu(ev.arg0), le32_to_cpu(ev.arg1));
+    g_assert_cmpuint(ev.type, ==, type);
+}
+
+/*
+ * a reads b's buffer, but the STag b advertised went through htonl() on
+ * b's side and was not swapped back on a's: the Read names an STag b does
+ * not have, b answers with a Terminate, and a's Read fails.
+ */
+static void test_example_read_stag(void)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(0x1ead),
+        .opcode = RNIC_WQE_READ,
+        .num_sge = 1,
+    };
+    Side a, b;
+
+    example_start(&a, &b);
+    w.sge[0] = sge(&a, 0, 512);
+    w.remote_stag = cpu_to_le32(bswap32(b.stag));       /* the bug */
+    w.remote_addr = cpu_to_le64(IOVA);
+    post_send(&a, &w);
+    example_cqe(&a, "a", RNIC_CQE_REM_ACCESS_ERR);
+    example_event(&a, "a", RNIC_EV_TERM_RECEIVED);
+    example_event(&b, "b", RNIC_EV_TERM_SENT);
+    example_stop(&a, &b);
+}
+
+/*
+ * b's driver waits for the interrupt of its receive CQ, which it never
+ * armed: the completion is in the ring, no MSI-X comes.  Arming it (the
+ * fix) makes the next completion signal.
+ */
+static void test_example_cq_not_armed(void)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(0x5e4d),
+        .opcode = RNIC_WQE_SEND,
+        .num_sge = 1,
+    };
+    bool fired;
+    Side a, b;
+
+    example_start(&a, &b);
+    w.sge[0] = sge(&a, 0, 64);
+    post_recv(&b, 0x4ecf, 0, 4096);
+    post_send(&a, &w);
+    example_cqe(&b, "b", RNIC_CQE_SUCCESS);
+    fired = rnic_msix_fired(&b.t, 1);
+    g_test_message("example: b: MSI-X vector 1 fired: %s",
+                   fired ? "yes" : "no");
+    g_assert_false(fired);
+    example_stop(&a, &b);
+}
+
+static void test_example_cq_armed(void)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(0x5e4d),
+        .opcode = RNIC_WQE_SEND,
+        .num_sge = 1,
+    };
+    gint64 end;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    w.sge[0] = sge(&a, 0, 64);
+    post_recv(&b, 0x4ecf, 0, 4096);
+    rnic_wr(&b.t, RNIC_REG_DB_CQ_ARM, b.cqn | RNIC_DB_ARM_NEXT);  /* fix */
+    post_send(&a, &w);
+    end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+    while (!rnic_msix_fired(&b.t, 1)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(500);
+        rnic_settle(&b.t);
+    }
+    stop_pair(&a, &b);
+}
+
+/*
+ * a sends before b's driver posted a receive buffer: b has nowhere to put
+ * the message, terminates the connection, and a learns it only from the
+ * Terminate (its Send had already completed: iWARP has no acknowledgement).
+ */
+static void test_example_no_receive(void)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(0x5e4d),
+        .opcode = RNIC_WQE_SEND,
+        .num_sge = 1,
+    };
+    Side a, b;
+
+    example_start(&a, &b);
+    w.sge[0] = sge(&a, 0, 64);
+    post_send(&a, &w);      /* b posted no receive: the bug */
+    example_cqe(&a, "a", RNIC_CQE_SUCCESS);
+    example_event(&a, "a", RNIC_EV_TERM_RECEIVED);
+    example_event(&b, "b", RNIC_EV_TERM_SENT);
+    example_stop(&a, &b);
+}
+
+/* ---- ABI 0.2: fast registration, physical STag, Read with Invalidate ---- */
+
+#define FR_OFF      32768       /* pages of the buffer FAST_REG maps */
+#define FR_IOVA     0x5000000ull
+#define FR_ACCESS   (RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ | \
+                     RNIC_ACC_REMOTE_WRITE)
+
+/*
+ * FAST_REG of @npages 4 KiB pages of x's buffer from FR_OFF, listed last
+ * page first (so TO FR_IOVA is the last page), as STag @stag.
+ */
+static struct rnic_sq_wqe fast_reg_wqe(Side *x, uint64_t wr_id, uint32_t stag,
+                                       uint32_t npages)
+{
+    uint64_t pbl = guest_alloc(x->t.alloc, 8 * npages);
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(wr_id),
+        .opcode = RNIC_WQE_FAST_REG,
+    };
+
+    for (uint32_t i = 0; i < npages; i++) {
+        qtest_writeq(x->t.qts, pbl + 8 * i,
+                     x->buf + FR_OFF + 4096 * (npages - 1 - i));
+    }
+    w.fr = (struct rnic_wqe_fast_reg) {
+        .pbl_addr = cpu_to_le64(pbl),
+        .iova = cpu_to_le64(FR_IOVA),
+        .length = cpu_to_le64(4096 * npages),
+        .npages = cpu_to_le32(npages),
+        .access = cpu_to_le32(FR_ACCESS),
+        .stag = cpu_to_le32(stag),
+        .page_shift = 12,
+    };
+    return w;
+}
+
+/* An ALLOC_MR region of @max_pages on x's PD, as STag with key 0x11. */
+static uint32_t alloc_fr(Side *x, uint32_t max_pages)
+{
+    uint32_t stag;
+
+    g_assert_cmphex(rnic_alloc_mr(&x->t, x->pdn, max_pages, 0x10, 0, &stag),
+                    ==, RNIC_CMD_OK);
+    g_assert_cmphex(stag & 0xff, ==, 0x10);
+    return (stag & ~0xffu) | 0x11;      /* FAST_REG gives it a new key */
+}
+
+static struct rnic_sq_wqe write_wqe(uint64_t wr_id, struct rnic_wqe_sge s,
+                                    uint32_t rstag, uint64_t raddr)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(wr_id),
+        .opcode = RNIC_WQE_WRITE,
+        .flags = RNIC_WQE_FLAG_SIGNALED,
+        .num_sge = 1,
+        .sge[0] = s,
+        .remote_stag = cpu_to_le32(rstag),
+        .remote_addr = cpu_to_le64(raddr),
+    };
+
+    return w;
+}
+
+static struct rnic_wqe_sge stag_sge(uint32_t stag, uint64_t addr, uint32_t len)
+{
+    struct rnic_wqe_sge s = {
+        .addr = cpu_to_le64(addr),
+        .length = cpu_to_le32(len),
+        .stag = cpu_to_le32(stag),
+    };
+
+    return s;
+}
+
+/*
+ * FAST_REG, Write through it, LOCAL_INV, Write through it again, all
+ * posted at once on one SQ: the first Write sees the registration (the
+ * pages in the listed order), the second fails, as rdma_rw relies on.
+ */
+static void test_fast_reg_order(void)
+{
+    struct rnic_sq_wqe w[4];
+    struct rnic_cq_entry e;
+    struct rnic_event ev;
+    uint32_t fr;
+    Side a, b;
+
+    connect_pair_opts(&a, &b, NULL, NULL, RNIC_QP_FLAG_KERNEL);
+    fr = alloc_fr(&a, 4);
+    fill(&a, FR_OFF, 16384, 9);
+    w[0] = fast_reg_wqe(&a, 1, fr, 4);
+    w[1] = write_wqe(2, stag_sge(fr, FR_IOVA, 16384), b.stag, IOVA);
+    w[2] = (struct rnic_sq_wqe) {
+        .wr_id = cpu_to_le64(3), .opcode = RNIC_WQE_LOCAL_INV,
+        .imm_or_stag = cpu_to_le32(fr),
+    };
+    w[3] = write_wqe(4, stag_sge(fr, FR_IOVA, 16384), b.stag, IOVA);
+    for (int i = 0; i < 4; i++) {
+        post_send(&a, &w[i]);
+    }
+    side_expect_cqe(&a, RNIC_WQE_FAST_REG, RNIC_CQE_SUCCESS, 1, &e);
+    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 2, &e);
+    side_expect_cqe(&a, RNIC_WQE_LOCAL_INV, RNIC_CQE_SUCCESS, 3, &e);
+    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 4, &e);
+    /* b got the first Write before a's Terminate: its page k is a's 3 - k */
+    side_expect_event(&b, RNIC_EV_TERM_RECEIVED, &ev);
+    for (int k = 0; k < 4; k++) {
+        check_same(&a, FR_OFF + 4096 * (3 - k), &b, 4096 * k, 4096);
+    }
+    stop_pair(&a, &b);
+}
+
+/* A user QP: FAST_REG fails, and the physical STag does not exist. */
+static void test_user_qp_refused(void)
+{
+    struct rnic_sq_wqe w;
+    struct rnic_cq_entry e;
+    uint32_t phys;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    w = fast_reg_wqe(&a, 1, alloc_fr(&a, 4), 4);
+    post_send(&a, &w);
+    side_expect_cqe(&a, RNIC_WQE_FAST_REG, RNIC_CQE_LOC_QP_OP_ERR, 1, &e);
+    stop_pair(&a, &b);
+
+    connect_pair(&a, &b, NULL, NULL);
+    g_assert_cmphex(rnic_alloc_mr(&a.t, a.pdn, 0, 0x20, RNIC_ALLOC_MR_PHYS,
+                                  &phys), ==, RNIC_CMD_OK);
+    w = write_wqe(2, stag_sge(phys, a.buf, 100), b.stag, IOVA);
+    post_send(&a, &w);
+    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 2, &e);
+    stop_pair(&a, &b);
+}
+
+/*
+ * A kernel QP's physical STag: the SGE's address is the bus address, for
+ * Writes and Sends out and for receive buffers in.
+ */
+static void test_phys_stag(void)
+{
+    struct rnic_sq_wqe w;
+    struct rnic_rq_wqe r = { .wr_id = cpu_to_le64(0x21), .num_sge = 1 };
+    struct rnic_cmd_stag inv;
+    g_autofree char *name = NULL;
+    const QListEntry *entry;
+    QList *access = NULL;
+    bool kernel_only = false;
+    QDict *st;
+    struct rnic_cq_entry e;
+    uint32_t pa, pb;
+    Side a, b;
+
+    connect_pair_opts(&a, &b, NULL, NULL, RNIC_QP_FLAG_KERNEL);
+    g_assert_cmphex(rnic_alloc_mr(&a.t, a.pdn, 0, 0x20, RNIC_ALLOC_MR_PHYS,
+                                  &pa), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_alloc_mr(&b.t, b.pdn, 0, 0x30, RNIC_ALLOC_MR_PHYS,
+                                  &pb), ==, RNIC_CMD_OK);
+    fill(&a, 0, 5000, 4);
+    w = write_wqe(1, stag_sge(pa, a.buf, 5000), b.stag, IOVA + 8192);
+    post_send(&a, &w);
+    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 1, &e);
+    r.sge[0] = stag_sge(pb, b.buf + 20000, 1000);
+    rnic_post_recv(&b.t, &b.qp, &r);
+    w = (struct rnic_sq_wqe) {
+        .wr_id = cpu_to_le64(2), .opcode = RNIC_WQE_SEND, .num_sge = 1,
+        .sge[0] = stag_sge(pa, a.buf + 100, 300),
+    };
+    post_send(&a, &w);
+    side_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 2, &e);
+    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x21, &e);
+    g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 300);
+    check_same(&a, 0, &b, 8192, 5000);
+    check_same(&a, 100, &b, 20000, 300);
+    /* The state dump tells the kernel QP and the physical STag apart. */
+    st = get_state(&a, "a");
+    g_assert_true(qdict_get_bool(only(st, "qps"), "kernel"));
+    name = g_strdup_printf("0x%x", pa);
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(st, "stags"), entry) {
+        QDict *d = qobject_to(QDict, qlist_entry_obj(entry));
+
+        if (!strcmp(qdict_get_str(d, "stag"), name)) {
+            access = qdict_get_qlist(d, "access");
+        }
+    }
+    g_assert_nonnull(access);
+    g_assert_cmpuint(qlist_size(access), ==, 3);
+    QLIST_FOREACH_ENTRY(access, entry) {
+        kernel_only |= !strcmp(qstring_get_str(qobject_to(QString,
+                               qlist_entry_obj(entry))), "kernel-qps-only");
+    }
+    g_assert_true(kernel_only);
+    qobject_unref(st);
+    /* Not an STag one can invalidate. */
+    inv.stag = cpu_to_le32(pa);
+    g_assert_cmphex(rnic_cmd_status(&a.t, RNIC_CMD_INVALIDATE, &inv,
+                                    sizeof(inv)), ==, RNIC_CMD_ERR_BUSY);
+    stop_pair(&a, &b);
+}
+
+/*
+ * Read with local invalidate into a fast-registered sink: the completion
+ * says the sink was invalidated, and it is (a Write from it fails).
+ */
+static void test_read_inv(void)
+{
+    struct rnic_sq_wqe w;
+    struct rnic_cq_entry e;
+    uint32_t fr;
+    Side a, b;
+
+    connect_pair_opts(&a, &b, NULL, NULL, RNIC_QP_FLAG_KERNEL);
+    fr = alloc_fr(&a, 2);
+    fill(&b, 4096, 8192, 5);
+    w = fast_reg_wqe(&a, 1, fr, 2);
+    w.flags = 0;
+    rnic_post_send(&a.t, &a.qp, &w);
+    w = (struct rnic_sq_wqe) {
+        .wr_id = cpu_to_le64(2), .opcode = RNIC_WQE_READ_INV, .num_sge = 1,
+        .sge[0] = stag_sge(fr, FR_IOVA, 8192),
+        .remote_stag = cpu_to_le32(b.stag),
+        .remote_addr = cpu_to_le64(IOVA + 4096),
+        .imm_or_stag = cpu_to_le32(fr),
+    };
+    post_send(&a, &w);
+    side_expect_cqe(&a, RNIC_WQE_READ, RNIC_CQE_SUCCESS, 2, &e);
+    g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 8192);
+    g_assert_cmphex(e.flags & RNIC_CQE_FLAG_WITH_INV, ==,
+                    RNIC_CQE_FLAG_WITH_INV);
+    g_assert_cmphex(le32_to_cpu(e.invalidated_stag), ==, fr);
+    check_same(&a, FR_OFF + 4096, &b, 4096, 4096);
+    check_same(&a, FR_OFF, &b, 8192, 4096);
+    w = write_wqe(3, stag_sge(fr, FR_IOVA, 10), b.stag, IOVA);
+    post_send(&a, &w);
+    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 3, &e);
+    stop_pair(&a, &b);
+}
+
+/*
+ * ib_drain_qp: unsignaled Writes, the QP to ERROR, then a marker on each
+ * queue.  The markers complete (flushed) after every earlier WR of their
+ * queue has its completion or none (done and unsignaled), in order.
+ */
+static void test_drain(void)
+{
+    struct rnic_sq_wqe w;
+    struct rnic_cq_entry e;
+    uint64_t last_sq = 0;
+    bool sq_done = false, rq_done = false;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    for (int i = 0; i < 12; i++) {
+        w = write_wqe(0x100 + i, sge(&a, 0, 4000), b.stag, IOVA);
+        w.flags = i % 4 == 3 ? RNIC_WQE_FLAG_SIGNALED : 0;
+        rnic_post_send(&a.t, &a.qp, &w);
+    }
+    rnic_modify_qp_state(&a.t, a.qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    w = (struct rnic_sq_wqe) { .wr_id = cpu_to_le64(0xd500), .opcode =
+                               RNIC_WQE_SEND };
+    post_send(&a, &w);
+    post_recv(&a, 0xd7, 0, 64);
+    while (!sq_done || !rq_done) {
+        side_cqe(&a, &e);
+        if (e.opcode == RNIC_WQE_RECV) {
+            g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0xd7);
+            g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
+            rq_done = true;
+            continue;
+        }
+        g_assert_false(sq_done);
+        g_assert_cmphex(le64_to_cpu(e.wr_id), >, last_sq);
+        last_sq = le64_to_cpu(e.wr_id);
+        sq_done = last_sq == 0xd500;
+        g_assert_true(!sq_done || e.status == RNIC_CQE_WR_FLUSH_ERR);
+    }
+    rnic_settle(&a.t);
+    g_assert_false(rnic_read_cqe(&a.t, a.cq_ring, CQ_LOG, a.cq_cons, &e));
+    stop_pair(&a, &b);
+}
+
+/*
+ * What a fuzzer would try: FAST_REG page lists too long for the region or
+ * absurdly long, bad page sizes, an unreadable list, a length the pages do
+ * not cover, a region that is no ALLOC_MR one.  Each ends in an error
+ * completion; the device answers commands afterwards.
+ */
+static void test_fast_reg_bounds(void)
+{
+    static const struct {
+        uint32_t npages;
+        uint8_t shift;
+        uint64_t pbl;           /* 0: a valid one */
+        uint64_t length;        /* 0: npages pages */
+        bool other_mr;
+        uint8_t status;
+    } cases[] = {
+        { 3, 12, 0, 0, false, RNIC_CQE_LOC_QP_OP_ERR },
+        { 0xffffffff, 12, 0, 0, false, RNIC_CQE_LOC_QP_OP_ERR },
+        { 2, 11, 0, 0, false, RNIC_CQE_LOC_QP_OP_ERR },
+        { 2, 22, 0, 0, false, RNIC_CQE_LOC_QP_OP_ERR },
+        { 2, 12, 1ull << 62, 0, false, RNIC_CQE_LOC_ACCESS_ERR },
+        { 2, 12, 0, 3 * 4096, false, RNIC_CQE_LOC_QP_OP_ERR },
+        { 2, 12, 0, 0, true, RNIC_CQE_LOC_PROT_ERR },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        struct rnic_sq_wqe w;
+        struct rnic_cq_entry e;
+        Side a, b;
+
+        connect_pair_opts(&a, &b, NULL, NULL, RNIC_QP_FLAG_KERNEL);
+        w = fast_reg_wqe(&a, 1, alloc_fr(&a, 2), 2);
+        w.fr.npages = cpu_to_le32(cases[i].npages);
+        w.fr.page_shift = cases[i].shift;
+        if (cases[i].pbl) {
+            w.fr.pbl_addr = cpu_to_le64(cases[i].pbl);
+        }
+        if (cases[i].length) {
+            w.fr.length = cpu_to_le64(cases[i].length);
+        }
+        if (cases[i].other_mr) {
+            w.fr.stag = cpu_to_le32(a.stag + 1);
+        }
+        post_send(&a, &w);
+        side_expect_cqe(&a, RNIC_WQE_FAST_REG, cases[i].status, 1, &e);
+        g_assert_cmpuint(rnic_query_qp_state(&a.t, a.qp.qpn), >=,
+                         RNIC_QPS_TERMINATE);
+        stop_pair(&a, &b);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -492,5 +1164,18 @@ int main(int argc, char **argv)
                        test_atomics_and_immediate);
     rnic_test_add_both("/rnic/dp/send-with-invalidate",
                        test_send_with_invalidate);
+    rnic_test_add_both("/rnic/dp/state", test_state);
+    rnic_test_add_both("/rnic/dp/fast-reg-order", test_fast_reg_order);
+    rnic_test_add_both("/rnic/dp/user-qp-refused", test_user_qp_refused);
+    rnic_test_add_both("/rnic/dp/phys-stag", test_phys_stag);
+    rnic_test_add_both("/rnic/dp/read-inv", test_read_inv);
+    rnic_test_add_both("/rnic/dp/drain", test_drain);
+    rnic_test_add_both("/rnic/dp/fast-reg-bounds", test_fast_reg_bounds);
+    rnic_test_add_both("/rnic/dp/capture-runtime", test_capture_runtime);
+    qtest_add_func("/rnic/dp/example/read-stag", test_example_read_stag);
+    qtest_add_func("/rnic/dp/example/cq-not-armed",
+                   test_example_cq_not_armed);
+    qtest_add_func("/rnic/dp/example/cq-armed", test_example_cq_armed);
+    qtest_add_func("/rnic/dp/example/no-receive", test_example_no_receive);
     return g_test_run();
 }

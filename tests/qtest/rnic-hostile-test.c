@@ -407,19 +407,9 @@ static void one_item(Hostile *h, GString *log)
 
 /* ---- one connection ---- */
 
-static void wait_event_type(Hostile *h, uint8_t type, struct rnic_event *ev)
-{
-    do {
-        rnic_wait_event(&h->t, ev);
-    } while (ev->type != type);
-}
-
 static void connect_peer(Hostile *h)
 {
-    uint8_t req[24] = "MPA ID Req Frame", rep[24];
-    struct rnic_cmd_connect a = { .ird = 1, .ord = 1 };
     uint32_t cqn = rnic_create_cq(&h->t, CQ_LOG, 1, &h->cq_ring);
-    struct rnic_event ev;
 
     g_assert_cmphex(rnic_try_create_qp(&h->t, h->pdn, cqn, cqn, QP_LOG,
                                        &h->qp), ==, RNIC_CMD_OK);
@@ -436,20 +426,7 @@ static void connect_peer(Hostile *h)
         rnic_post_recv(&h->t, &h->qp, &w);
     }
     h->fd = rnic_tcp_connect(h->port, 0);
-    req[16] = 0x10 | (h->crc ? 0x40 : 0);
-    req[17] = 2;
-    stw_be_p(req + 18, 4);
-    stw_be_p(req + 20, 1);
-    stw_be_p(req + 22, 1);
-    rnic_write_full(h->fd, req, sizeof(req));
-    wait_event_type(h, RNIC_EV_CONN_REQUEST, &ev);
-    a.conn_id = ev.id;
-    a.qpn = cpu_to_le32(h->qp.qpn);
-    rnic_cmd_ok(&h->t, RNIC_CMD_ACCEPT, &a, sizeof(a));
-    rnic_read_full(h->fd, rep, sizeof(rep));
-    g_assert_cmpmem(rep, 16, "MPA ID Rep Frame", 16);
-    g_assert_cmphex(rep[16] & 0x40, ==, h->crc ? 0x40 : 0);
-    wait_event_type(h, RNIC_EV_CONN_ESTABLISHED, &ev);
+    rnic_raw_peer_accept(&h->t, h->fd, h->qp.qpn, h->crc, false);
 }
 
 /* FIN: the device answers and closes.  Close or RST: it notices. */

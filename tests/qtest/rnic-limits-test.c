@@ -290,6 +290,34 @@ static void test_pdata_limit(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * A device at the top of max-qps still accepts: the connections it did
+ * not ask for have as many slots as its QPs (once, at max-qps 65535,
+ * the 16-bit slot index left them none and every listener refused).
+ */
+static void test_max_qps_accepts(void)
+{
+    RnicTest a, b;
+    uint64_t ring_a, ring_b;
+    uint32_t cq_a, cq_b;
+    RnicTestQp qa, qb;
+
+    rnic_test_start_pair(&a, &b, ",max-qps=65535,listen-allow=127.0.0.1",
+                         ",peer-allow=127.0.0.1");
+    rnic_test_enable(&a);
+    rnic_test_enable(&b);
+    cq_a = rnic_create_cq(&a, 3, 1, &ring_a);
+    cq_b = rnic_create_cq(&b, 3, 1, &ring_b);
+    g_assert_cmphex(rnic_try_create_qp(&a, rnic_create_pd(&a), cq_a, cq_a, 3,
+                                       &qa), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_try_create_qp(&b, rnic_create_pd(&b), cq_b, cq_b, 3,
+                                       &qb), ==, RNIC_CMD_OK);
+    rnic_connect_qps(&a, qa.qpn, &b, qb.qpn, 1);
+    g_assert_cmpuint(rnic_query_qp_state(&a, qa.qpn), ==, RNIC_QPS_RTS);
+    rnic_test_stop(&b);
+    rnic_test_stop(&a);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -299,5 +327,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/limits/cmdq-yields", test_cmdq_yields);
     qtest_add_func("/rnic/limits/wq-yields", test_wq_yields);
     qtest_add_func("/rnic/limits/pdata", test_pdata_limit);
+    qtest_add_func("/rnic/limits/max-qps-accepts", test_max_qps_accepts);
     return g_test_run();
 }

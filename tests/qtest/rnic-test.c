@@ -133,6 +133,84 @@ static void test_query_device(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * ABI 0.2 over 0.1: VERSION 0x00000002 (same major: a 0.1 driver, which
+ * checks the major only, goes on working, as every other test here does
+ * with 0.1 commands), QUERY_DEVICE's mac (QEMU's default scheme, or the
+ * property) and max_fast_reg_pages.
+ */
+static void test_abi_02(void)
+{
+    static const uint8_t set[6] = { 0x02, 0x00, 0x00, 0xab, 0xcd, 0xef };
+    struct rnic_cmd_query_device q;
+    struct rnic_device_attr attr;
+    RnicTest t;
+
+    g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00000002);
+    for (int i = 0; i < 2; i++) {
+        rnic_test_start(&t, i ? ",mac=02:00:00:ab:cd:ef" : "");
+        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00000002);
+        rnic_test_enable(&t);
+        q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
+        rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+        qtest_memread(t.qts, le64_to_cpu(q.attr_addr), &attr, sizeof(attr));
+        g_assert_cmpuint(le32_to_cpu(attr.max_fast_reg_pages), ==,
+                         RNIC_FAST_REG_MAX_PAGES);
+        if (i) {
+            g_assert_cmpmem(attr.mac, 6, set, 6);
+        } else {
+            /* 52:54:00:12:34:56 + n: QEMU's default for NICs */
+            g_assert_cmphex(attr.mac[0], ==, 0x52);
+            g_assert_cmphex(attr.mac[1], ==, 0x54);
+            g_assert_cmphex(attr.mac[2], ==, 0x00);
+        }
+        rnic_test_stop(&t);
+    }
+}
+
+/* ALLOC_MR's and CREATE_QP's new fields are checked like every other. */
+static void test_alloc_mr_params(void)
+{
+    uint32_t pdn, cqn, stag;
+    uint64_t ring;
+    RnicTestQp qp;
+    RnicTest t;
+
+    rnic_test_start(&t, ",max-mrs=3");
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 0, 1, 0, &stag), ==,
+                    RNIC_CMD_ERR_PARAM);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, RNIC_FAST_REG_MAX_PAGES + 1, 1, 0,
+                                  &stag), ==, RNIC_CMD_ERR_PARAM);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 4, 1, RNIC_ALLOC_MR_PHYS, &stag),
+                    ==, RNIC_CMD_ERR_PARAM);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 4, 1, 0x80, &stag), ==,
+                    RNIC_CMD_ERR_PARAM);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn + 9, 4, 1, 0, &stag), ==,
+                    RNIC_CMD_ERR_HANDLE);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, RNIC_FAST_REG_MAX_PAGES, 1, 0,
+                                  &stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 0, 2, RNIC_ALLOC_MR_PHYS, &stag),
+                    ==, RNIC_CMD_OK);
+    /* max-mrs counts both kinds */
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 1, 3, 0, &stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 1, 4, 0, &stag), ==,
+                    RNIC_CMD_ERR_RESOURCE);
+    /* The PD is busy while they exist. */
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &pdn,
+                                    sizeof(pdn)), ==, RNIC_CMD_ERR_BUSY);
+
+    cqn = rnic_create_cq(&t, 4, 1, &ring);
+    g_assert_cmphex(rnic_try_create_qp_flags(&t, pdn, cqn, cqn, RNIC_NO_SRQ, 3,
+                                             0x8000, &qp), ==,
+                    RNIC_CMD_ERR_PARAM);
+    g_assert_cmphex(rnic_try_create_qp_flags(&t, pdn, cqn, cqn, RNIC_NO_SRQ, 3,
+                                             RNIC_QP_FLAG_KERNEL, &qp), ==,
+                    RNIC_CMD_OK);
+    rnic_test_stop(&t);
+}
+
 static void test_bad_opcode(void)
 {
     struct rnic_cmd cmd;
@@ -406,6 +484,50 @@ static void test_flush_to_guest_cq(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * Completions made before an arm but written to the guest's ring after it
+ * (they waited in the device for room) interrupt: the guest sees them as
+ * new.  Without that, a driver that armed and found its ring empty would
+ * sleep forever (rping's client did, between the data path making a
+ * completion and the bottom half writing it).
+ */
+static void test_arm_with_waiting_completions(void)
+{
+    struct rnic_cq_entry e;
+    uint32_t pdn, cqn;
+    uint64_t ring;
+    RnicTestQp qp;
+    RnicTest t;
+
+    rnic_test_start(&t, NULL);
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    cqn = rnic_create_cq(&t, 1, 3, &ring);
+    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
+                    RNIC_CMD_OK);
+    for (int i = 0; i < 4; i++) {
+        struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
+
+        if (i == 2) {
+            /* Two flushes fill the ring of two... */
+            rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+            g_assert_true(rnic_read_cqe(&t, ring, 1, 1, &e));
+        }
+        rnic_post_recv(&t, &qp, &w);
+    }
+    /* ... and two more wait in the device for room. */
+    rnic_settle(&t);
+    g_assert_false(rnic_read_cqe(&t, ring, 1, 2, &e));
+    g_assert_false(rnic_msix_fired(&t, 3));
+    rnic_wr(&t, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 2));
+    rnic_settle(&t);
+    g_assert_true(rnic_read_cqe(&t, ring, 1, 2, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x102);
+    g_assert_true(rnic_msix_fired(&t, 3));
+    rnic_test_stop(&t);
+}
+
 /* A malformed send WQE gives LOC_QP_OP_ERR, QP_ERROR and a QP in ERROR. */
 static void test_bad_wqe(void)
 {
@@ -594,6 +716,8 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/regs/enable", test_enable_checks_rings);
     qtest_add_func("/rnic/cmd/query-device", test_query_device);
     qtest_add_func("/rnic/cmd/bad-opcode", test_bad_opcode);
+    rnic_test_add_both("/rnic/cmd/abi-0.2", test_abi_02);
+    rnic_test_add_both("/rnic/verbs/alloc-mr", test_alloc_mr_params);
     qtest_add_func("/rnic/cmd/unreadable-ring", test_unreadable_cmdq_is_fatal);
     qtest_add_func("/rnic/verbs/pd", test_pd);
     qtest_add_func("/rnic/verbs/mr-mw", test_mr_mw);
@@ -601,6 +725,8 @@ int main(int argc, char **argv)
                    test_reg_mr_bad_page_list);
     qtest_add_func("/rnic/verbs/cq-qp", test_cq_qp_lifecycle);
     qtest_add_func("/rnic/wq/flush", test_flush_to_guest_cq);
+    qtest_add_func("/rnic/wq/arm-with-waiting-completions",
+                   test_arm_with_waiting_completions);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
     qtest_add_func("/rnic/verbs/srq", test_srq);

@@ -11,18 +11,22 @@ int main(void)
 {
     Suite *(*const suites[])(void) = {
         crc32c_suite,
+        addr_map_suite,
         mpa_suite,
+        mpa_table_suite,
         fpdu_suite,
         captures_suite,
         cq_suite,
         qp_suite,
         qpn_suite,
         stag_suite,
+        mr_fast_suite,
         engine_suite,
         term_suite,
         loopback_suite,
         addr_policy_suite,
         abi_wr_suite,
+        capture_suite,
     };
     SRunner *sr = srunner_create(NULL);
     int failed;

@@ -65,6 +65,53 @@ START_TEST(test_send_inline_and_bind)
 }
 END_TEST
 
+/* ABI 0.2: FAST_REG's fields sit in the SGE area; READ_INV names its STag. */
+START_TEST(test_fast_reg_and_read_inv)
+{
+    struct rnic_sq_wqe w = {
+        .opcode = RNIC_WQE_FAST_REG, .flags = RNIC_WQE_FLAG_SIGNALED,
+        .fr = {
+            .pbl_addr = htole64(0x123000), .iova = htole64(0x7000000),
+            .length = htole64(8000), .npages = htole32(2),
+            .access = htole32(RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ),
+            .stag = htole32(0x1234), .first_byte_offset = htole32(192),
+            .page_shift = 12,
+        },
+    };
+    struct rnic_cqe c = { .opcode = RNIC_WC_FAST_REG };
+    struct rnic_cq_entry e;
+    struct rnic_send_wr wr;
+
+    ck_assert_ptr_null(rnic_abi_send_wr(&w, &wr));
+    ck_assert_int_eq(wr.opcode, RNIC_WR_FAST_REG);
+    ck_assert_uint_eq(wr.num_sge, 0);
+    ck_assert_uint_eq(wr.fast_reg.pbl_addr, 0x123000);
+    ck_assert_uint_eq(wr.fast_reg.iova, 0x7000000);
+    ck_assert_uint_eq(wr.fast_reg.length, 8000);
+    ck_assert_uint_eq(wr.fast_reg.npages, 2);
+    ck_assert_uint_eq(wr.fast_reg.access, 0x6);
+    ck_assert_uint_eq(wr.fast_reg.stag, 0x1234);
+    ck_assert_uint_eq(wr.fast_reg.first_byte_offset, 192);
+    ck_assert_uint_eq(wr.fast_reg.page_shift, 12);
+    rnic_abi_cqe(&c, 1, &e);
+    ck_assert_uint_eq(e.opcode, RNIC_WQE_FAST_REG);
+
+    memset(&w, 0, sizeof(w));
+    w.opcode = RNIC_WQE_READ_INV;
+    w.num_sge = 1;
+    w.imm_or_stag = htole32(0x4411);
+    w.sge[0] = (struct rnic_wqe_sge) {
+        .addr = htole64(0x10), .length = htole32(64), .stag = htole32(0x4411),
+    };
+    ck_assert_ptr_null(rnic_abi_send_wr(&w, &wr));
+    ck_assert_int_eq(wr.opcode, RNIC_WR_READ_INV);
+    ck_assert_uint_eq(wr.invalidate_stag, 0x4411);
+    ck_assert_uint_eq(wr.num_sge, 1);
+    ck_assert(rnic_wr_is_read(wr.opcode));
+    ck_assert_int_eq(rnic_wc_opcode_of(wr.opcode), RNIC_WC_READ);
+}
+END_TEST
+
 /* Refused entries still report their wr_id, for the one error CQE. */
 START_TEST(test_send_malformed)
 {
@@ -135,6 +182,7 @@ Suite *abi_wr_suite(void)
 
     tcase_add_test(tc, test_send_translated);
     tcase_add_test(tc, test_send_inline_and_bind);
+    tcase_add_test(tc, test_fast_reg_and_read_inv);
     tcase_add_test(tc, test_send_malformed);
     tcase_add_test(tc, test_recv);
     tcase_add_test(tc, test_cqe);

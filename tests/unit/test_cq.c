@@ -116,8 +116,11 @@ START_TEST(test_cq_arm_next_fires_once)
 {
     struct rnic_cq *cq = ncq;
 
+    ck_assert_str_eq(rnic_cq_armed_str(cq), "no");
     rnic_cq_arm(cq, RNIC_CQ_ARM_NEXT);
+    ck_assert_str_eq(rnic_cq_armed_str(cq), "next");
     ck_assert_int_eq(push_id(cq, 1), 0);
+    ck_assert_str_eq(rnic_cq_armed_str(cq), "no");
     ck_assert_int_eq(nlog.calls, 1);
     ck_assert_ptr_eq(nlog.last, cq);
     ck_assert_int_eq(push_id(cq, 2), 0);

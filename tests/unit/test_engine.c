@@ -5,7 +5,9 @@
  * the receiver's guest memory.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
+#include <endian.h>
 #include <string.h>
 #include <check.h>
 #include "suites.h"
@@ -1017,6 +1019,64 @@ START_TEST(test_local_inv_and_bind_in_order)
 }
 END_TEST
 
+/*
+ * ABI 0.2 through the engine: a kernel QP's FAST_REG (page list read from
+ * guest memory when it runs) maps a Read-with-Invalidate sink; the Read's
+ * completion comes after the sink is invalid and says so.  A user QP's
+ * FAST_REG fails.
+ */
+START_TEST(test_fast_reg_read_inv)
+{
+    uint32_t src = epf_mr(&A, SRC_OFF, 8192, RNIC_ACCESS_LOCAL_WRITE |
+                          RNIC_ACCESS_REMOTE_READ, RNIC_STAG_PERSISTENT,
+                          false);
+    uint64_t *pbl = (uint64_t *)epf_ptr(&B, MISC_OFF);
+    struct rnic_send_wr fr = { .wr_id = 1, .opcode = RNIC_WR_FAST_REG };
+    struct rnic_send_wr rd;
+    struct rnic_cqe c;
+    uint32_t mr;
+
+    B.qp->attr.privileged = true;
+    ck_assert_int_eq(rnic_mr_alloc(B.stags, B.pd, 2, 0x40, &mr),
+                     RNIC_STAG_OK);
+    pbl[0] = htole64(epf_addr(DST_OFF + EPF_PAGE));
+    pbl[1] = htole64(epf_addr(DST_OFF));
+    fr.fast_reg = (struct rnic_fast_reg_params) {
+        .pbl_addr = epf_addr(MISC_OFF), .iova = 0x9000000, .length = 8192,
+        .npages = 2, .stag = rnic_stag_next_key(mr), .page_shift = 12,
+        .access = RNIC_ACCESS_LOCAL_WRITE | RNIC_ACCESS_REMOTE_WRITE,
+    };
+    rd = epf_wr(2, RNIC_WR_READ_INV, fr.fast_reg.stag, 0, 8192);
+    rd.sge[0].to = 0x9000000;
+    rd.remote_stag = src;
+    rd.remote_to = epf_addr(SRC_OFF);
+    rd.invalidate_stag = fr.fast_reg.stag;
+    epf_post(&B, &fr);
+    epf_post(&B, &rd);
+    run();
+    c = epf_cqe(B.scq);
+    ck_assert_uint_eq(c.wr_id, 2);
+    ck_assert_int_eq(c.status, RNIC_WC_SUCCESS);
+    ck_assert_int_eq(c.opcode, RNIC_WC_READ);
+    ck_assert_uint_eq(c.flags, RNIC_WC_WITH_INV);
+    ck_assert_uint_eq(c.inval_stag, fr.fast_reg.stag);
+    ck_assert(!rnic_stag_lookup(B.stags, fr.fast_reg.stag));
+    ck_assert_mem_eq(epf_ptr(&B, DST_OFF + EPF_PAGE), epf_ptr(&A, SRC_OFF),
+                     EPF_PAGE);
+    ck_assert_mem_eq(epf_ptr(&B, DST_OFF), epf_ptr(&A, SRC_OFF + EPF_PAGE),
+                     EPF_PAGE);
+
+    ck_assert_int_eq(rnic_mr_alloc(A.stags, A.pd, 2, 0x40, &mr),
+                     RNIC_STAG_OK);
+    fr.fast_reg.stag = rnic_stag_next_key(mr);
+    fr.flags = RNIC_WR_SIGNALED;
+    epf_post(&A, &fr);
+    run();
+    expect_cqe(A.scq, 1, RNIC_WC_LOC_QP_OP_ERR, RNIC_WC_FAST_REG, 0);
+    ck_assert(!rnic_stag_lookup(A.stags, fr.fast_reg.stag));
+}
+END_TEST
+
 /* Type 2 window bound through the SQ, then written by the peer. */
 START_TEST(test_bound_window_written)
 {
@@ -1517,6 +1577,39 @@ START_TEST(test_batch_terminate_first)
 }
 END_TEST
 
+#ifndef __SANITIZE_ADDRESS__
+/* Heap bytes A's endpoint holds, made again with markers on or off. */
+static size_t ep_heap_bytes(bool markers)
+{
+    struct epf_params p = { .initiator = true };
+    struct rnic_mpa_result resp;
+    struct mallinfo2 before;
+
+    epf_mpa_pair(true, markers, 0, 4, &p.mpa, &resp);
+    rnic_ep_free(A.ep);
+    before = mallinfo2();
+    epf_new_ep(&A, &p);
+    return mallinfo2().uordblks - before.uordblks;
+}
+#endif
+
+/*
+ * Host memory per connection: without markers the transmit ring keeps
+ * only what unmarked framing uses of each FPDU's 5 KiB (once it was all
+ * 24 of them, 125 KiB per connection, markers or not).  Under ASan
+ * malloc is not glibc's and mallinfo2 says nothing.
+ */
+START_TEST(test_tx_ring_sized_for_markers)
+{
+#ifndef __SANITIZE_ADDRESS__
+    size_t off = ep_heap_bytes(false), on = ep_heap_bytes(true);
+
+    ck_assert_uint_ge(on - off, RNIC_EP_TX_BATCH_FPDUS *
+                      (sizeof(struct rnic_fpdu_out) - RNIC_FPDU_OUT_UNMARKED));
+#endif
+}
+END_TEST
+
 Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -1528,6 +1621,7 @@ Suite *engine_suite(void)
                         sizeof(wire_cfgs) / sizeof(wire_cfgs[0]));
     tcase_add_loop_test(tc, test_ops_without_maps, 0, 2);
     tcase_add_test(tc, test_segmentation);
+    tcase_add_test(tc, test_tx_ring_sized_for_markers);
     tcase_add_test(tc, test_scatter_gather);
     tcase_add_test(tc, test_inline_send);
     tcase_add_test(tc, test_srq);
@@ -1551,6 +1645,7 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_flush_once);
     tcase_add_loop_test(tc, test_bad_local_sge, 0, 3);
     tcase_add_test(tc, test_local_inv_and_bind_in_order);
+    tcase_add_test(tc, test_fast_reg_read_inv);
     tcase_add_test(tc, test_bound_window_written);
     tcase_add_test(tc, test_recv_too_long);
     tcase_add_loop_test(tc, test_batch_same_stream, 0, 12);

@@ -1227,6 +1227,38 @@ START_TEST(test_one_shot_window)
 }
 END_TEST
 
+/* Listing the table (the device's state dump): every used entry, once. */
+START_TEST(test_list_table)
+{
+    struct rnic_mr_attr a = page_attr(0x10);
+    struct rnic_stag_info info;
+    struct rnic_mw_bind_attr b;
+    uint32_t s1, s2, mw, idx = 0, seen[4], n = 0, st;
+
+    s1 = must_register(&a);
+    a.key = 0x20;
+    s2 = must_register(&a);
+    ck_assert_st(rnic_mr_deregister(t, s1), RNIC_STAG_OK);
+    mw = must_alloc_mw(RNIC_STAG_MW_TYPE2);
+    b = bind_attr(s2, 0x41, 0x1000, 64);
+    mw = must_bind(mw, &b);
+    ck_assert_st(link_recv(mw, 42), RNIC_STAG_OK);
+    while ((st = rnic_stag_next_used(t, &idx)) && n < 4) {
+        seen[n++] = st;
+    }
+    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(seen[0], rnic_stag_index(s2) < rnic_stag_index(mw) ?
+                               s2 : mw);
+    ck_assert_uint_eq(seen[0] ^ seen[1], s2 ^ mw);
+    ck_assert_st(rnic_stag_query(t, mw, &info), RNIC_STAG_OK);
+    ck_assert_uint_eq(info.mr_stag, s2);
+    ck_assert(info.recv_linked);
+    ck_assert_st(rnic_stag_query(t, s2, &info), RNIC_STAG_OK);
+    ck_assert(!info.recv_linked);
+    ck_assert_uint_eq(info.bound_windows, 1);
+}
+END_TEST
+
 START_TEST(test_recv_linked_stags)
 {
     struct rnic_mr_attr a = page_attr(0x10);
@@ -1588,6 +1620,7 @@ Suite *stag_suite(void)
     tcase_add_test(inval, test_one_shot_window);
     tcase_add_test(inval, test_recv_linked_stags);
     tcase_add_test(inval, test_recv_link_scoped);
+    tcase_add_test(inval, test_list_table);
     tcase_add_test(inval, test_recv_link_released_with_stag);
     suite_add_tcase(s, inval);
 

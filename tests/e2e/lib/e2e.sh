@@ -9,6 +9,7 @@ set -euo pipefail
 . "$E2E_LIB/kernel.sh"
 . "$E2E_LIB/siw.sh"
 . "$E2E_LIB/userland.sh"
+. "$E2E_LIB/librnic.sh"
 . "$E2E_LIB/initramfs.sh"
 . "$E2E_LIB/guest.sh"
 
@@ -50,6 +51,26 @@ e2e_prep() {
     e2e_userland_prep
     e2e_rnic_build
     e2e_tool_build
+}
+
+# Every rnic in a scenario records its traffic (docs/debugging.md, "The
+# capture").  After the guests, tshark must decode each capture with no
+# malformed frame, and find it matching the counters the device wrote at
+# its end (tests/capture/check_capture.py).
+E2E_CAPTURES=${E2E_CAPTURES:-$E2E_OUT/captures}
+e2e_capture() {         # NAME: the -device option that records to NAME
+    mkdir -p "$E2E_CAPTURES"
+    rm -f "$E2E_CAPTURES/$1.pcapng"*
+    echo ",capture=$E2E_CAPTURES/$1.pcapng"
+}
+
+e2e_capture_check() {   # NAME...
+    local n rc=0
+    for n; do
+        python3 "$E2E_TOP/tests/capture/check_capture.py" \
+            "$E2E_CAPTURES/$n.pcapng" >&2 || rc=1
+    done
+    return "$rc"
 }
 
 # Scenario bookkeeping: one line with the verdict and the wall time.

@@ -97,3 +97,168 @@ e2e_siw_up() {
     ip addr add "$1/24" dev eth0 && ip link set eth0 up
     e2e_check siw-link rdma link add siw0 type siw netdev eth0
 }
+
+# rnic guests on the RDMA stack: rnic.ko, rdma_cm and uverbs, the port's
+# netdev up with ADDR/24; the port must come up ACTIVE.
+e2e_rnic_up() {
+    modprobe rnic && modprobe rdma_ucm && modprobe ib_uverbs ||
+        { e2e_fail modules "modprobe failed"; return 1; }
+    ip link set rnic0 up && ip addr add "$1/24" dev rnic0
+    rdma link show
+    e2e_check rdma-link-active sh -c 'rdma link show rnic0/1 | grep -q "state ACTIVE .*netdev rnic0"'
+}
+
+# e2e_retry NAME TRIES CMD...: runs CMD until it succeeds (a server in the
+# other guest may not be up yet), its last output in /tmp/NAME.out.
+e2e_retry() {
+    local name=$1 tries=$2 i=0
+    shift 2
+    until "$@" >"/tmp/$name.out" 2>&1; do
+        # Not the server missing: show what went wrong.
+        grep -q 'RDMA_CM_EVENT_REJECTED' "/tmp/$name.out" ||
+            { echo "$name attempt $i:"; cat "/tmp/$name.out"; }
+        i=$((i + 1))
+        if [ $i -ge "$tries" ]; then
+            cat "/tmp/$name.out"
+            e2e_fail "$name" "'$*' failed $i times"
+            return 1
+        fi
+        sleep 1
+    done
+    cat "/tmp/$name.out"
+    e2e_pass "$name"
+}
+
+# The end of an rdma-core scenario: rmmod rnic with rdma_cm and uverbs
+# still loaded (the ib_device leaves them cleanly), and a clean kernel log.
+e2e_rnic_unload_clean() {
+    e2e_check unload rmmod rnic
+    if dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace'; then
+        e2e_fail kernel-log "warnings in dmesg (above)"
+    else
+        e2e_pass kernel-log
+    fi
+}
+
+# e2e_rping_count FILE PATTERN NAME N: rping printed PATTERN exactly N
+# times (its client "ping data:" for every verified ping with -V, its
+# server "server ping data:" for every ping it read).
+e2e_rping_count() {
+    local n
+    n=$(grep -c "$2" "$1")
+    if [ "$n" -eq "$4" ]; then
+        e2e_pass "$3: $n pings"
+    else
+        e2e_fail "$3" "$n of $4 pings"
+    fi
+}
+
+# perftest from the kernel command line: e2e.perf is a comma-separated
+# list of PROG or PROG:SIZE (bytes; default 64 for *_lat, 65536 else),
+# e2e.dur=SECONDS runs each for that long (-D) instead of 200 iterations,
+# all with -R, test I on port PORT+I.  perftest under TCG sometimes moves
+# the data and then cannot report ("Correlation coefficient r^2 < 0.9":
+# its clock calibration), so the client retries each test until it
+# reports and every server serves again and again until the client is
+# through, which it says with one rping on the port after the last.
+#   e2e_perf_serve ADDR PORT     starts every server in the background
+#   e2e_perf_served ADDR PORT    waits for the client's rping, stops them
+#   e2e_perf_connect PEER PORT   runs the clients in order
+#   e2e_perf_all server ADDR PORT / e2e_perf_all client PEER PORT: either
+# Each client's output is printed between E2E-PERF-BEGIN TAG and
+# E2E-PERF-END lines (TAG: PROG-SIZE) for the host to read figures from.
+e2e_perf_loops=""
+
+e2e_perf_list() {       # "PROG SIZE" lines
+    local t size
+    for t in $(e2e_arg perf | tr ',' ' '); do
+        size=${t#*:}
+        if [ "$size" = "$t" ]; then
+            case $t in *_lat) size=64 ;; *) size=65536 ;; esac
+        fi
+        echo "${t%%:*} $size"
+    done
+}
+
+e2e_perf_n() {          # perftest's option for how long
+    local dur
+    dur=$(e2e_arg dur)
+    if [ -z "$dur" ]; then echo "-n 200"; else echo "-D $dur"; fi
+}
+
+e2e_perf_serve() {
+    local p=$2 prog size
+    while read -r prog size; do
+        # shellcheck disable=SC2046
+        e2e_perf_loop "$prog" "$p" -s "$size" $(e2e_perf_n) &
+        e2e_perf_loops="$e2e_perf_loops $!:$prog-$size:$p"
+        p=$((p + 1))
+    done <<EOT
+$(e2e_perf_list)
+EOT
+}
+
+e2e_perf_served() {
+    local n
+    n=$(e2e_perf_list | wc -l)
+    e2e_check perf-done timeout 3000 rping -s -a "$1" -p $(($2 + n)) -C 1
+    e2e_perf_stop "$e2e_perf_loops"
+    e2e_perf_loops=""
+}
+
+e2e_perf_connect() {
+    local p=$2 prog size
+    while read -r prog size; do
+        # shellcheck disable=SC2046
+        e2e_retry "$prog-$size" 60 timeout 300 \
+            "$prog" -R -p "$p" -s "$size" $(e2e_perf_n) "$1"
+        echo "E2E-PERF-BEGIN $prog-$size"
+        cat "/tmp/$prog-$size.out"
+        echo "E2E-PERF-END"
+        p=$((p + 1))
+    done <<EOT
+$(e2e_perf_list)
+EOT
+    e2e_retry perf-done 60 timeout 30 rping -c -a "$1" -p "$p" -C 1
+}
+
+e2e_perf_all() {
+    if [ "$1" = server ]; then
+        e2e_perf_serve "$2" "$3"
+        e2e_perf_served "$2" "$3"
+    else
+        e2e_perf_connect "$2" "$3"
+    fi
+}
+
+# e2e_perf_loop PROG PORT ARGS...: serves PROG -R on PORT until stopped;
+# its output in /tmp/PROG-PORT.out, one line in /tmp/PROG-PORT.ok for
+# every run that ended well, the pid of the one running in .pid.
+e2e_perf_loop() {
+    local prog=$1 p=$2
+    shift 2
+    while :; do
+        "$prog" -R -p "$p" "$@" >>"/tmp/$prog-$p.out" 2>&1 &
+        echo $! >"/tmp/$prog-$p.pid"
+        wait $! && echo ok >>"/tmp/$prog-$p.ok"
+    done
+}
+
+# e2e_perf_stop "PID:TAG:PORT ...": ends the loops and their servers (so
+# that the device can be unloaded); a server passed if a run ended well.
+e2e_perf_stop() {
+    local x pid tag p prog
+    for x in $1; do
+        pid=${x%%:*} tag=${x#*:} p=${x##*:}
+        tag=${tag%:*} prog=${tag%-*}
+        kill "$pid"
+        kill "$(cat "/tmp/$prog-$p.pid")" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        cat "/tmp/$prog-$p.out"
+        if [ -s "/tmp/$prog-$p.ok" ]; then
+            e2e_pass "$tag-server"
+        else
+            e2e_fail "$tag-server" "no run of $prog on port $p ended well"
+        fi
+    done
+}

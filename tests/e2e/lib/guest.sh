@@ -13,12 +13,13 @@
 
 E2E_TIMEOUT=${E2E_TIMEOUT:-240}
 E2E_LOGS=${E2E_LOGS:-$E2E_OUT/logs}
-declare -A E2E_GUEST_PID=()
+declare -A E2E_GUEST_PID=() E2E_GUEST_DOG=()
 
 e2e_guest_start() {
     local name=$1 initrd=$2 append=$3; shift 3
     local log=$E2E_LOGS/$name.log
     mkdir -p "$E2E_LOGS"
+    rm -f "$E2E_LOGS/$name.hang.txt"
     [ -x "$E2E_QEMU" ] || e2e_die "no $E2E_QEMU; run 'make qemu' first"
     # -nodefaults: without it SeaBIOS spends ~30 s under TCG probing the
     # default CD-ROM before it boots the kernel.
@@ -29,6 +30,20 @@ e2e_guest_start() {
         -append "console=ttyS0 quiet panic=-1 $append" \
         "$@" </dev/null >"$log" 2>&1 &
     E2E_GUEST_PID[$name]=$!
+    e2e_guest_watchdog "$name" "$!" </dev/null >/dev/null 2>&1 &
+    E2E_GUEST_DOG[$name]=$!
+}
+
+# Shortly before the timeout kills a hung guest, the stacks of its QEMU's
+# threads go to NAME.hang.txt: whether the device or the guest hung is
+# then on record, also when it happened once on CI.
+e2e_guest_watchdog() {
+    local name=$1 tpid=$2 qpid
+    sleep $((E2E_TIMEOUT - 15))
+    qpid=$(pgrep -P "$tpid" | head -n 1)
+    [ -n "$qpid" ] && command -v gdb >/dev/null || return 0
+    gdb -batch -p "$qpid" -ex 'thread apply all bt' \
+        >"$E2E_LOGS/$name.hang.txt" 2>&1
 }
 
 # The guest's verdict from its log; prints the markers for the reader.
@@ -37,7 +52,7 @@ e2e_guest_verdict() {
     markers=$(tr -d '\r' <"$log" | grep -E '^E2E-(PASS|FAIL|DONE)' || true)
     [ -z "$markers" ] || sed "s/^/  $name: /" <<<"$markers" >&2
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        e2e_log "$name: timed out after ${E2E_TIMEOUT}s (log: $log)"
+        e2e_log "$name: timed out after ${E2E_TIMEOUT}s (log: $log; QEMU's threads: $E2E_LOGS/$name.hang.txt)"
         return 1
     fi
     if ! grep -q '^E2E-DONE' <<<"$markers"; then
@@ -53,6 +68,7 @@ e2e_guest_verdict() {
 e2e_guest_wait() {
     local rc=0
     wait "${E2E_GUEST_PID[$1]}" || rc=$?
+    kill "${E2E_GUEST_DOG[$1]}" 2>/dev/null || true
     e2e_guest_verdict "$1" "$rc"
 }
 
@@ -65,7 +81,8 @@ e2e_guest_run() {
 # stopped rather than left to their timeout.
 e2e_guest_cleanup() {
     local pid
-    for pid in ${E2E_GUEST_PID[@]+"${E2E_GUEST_PID[@]}"}; do
+    for pid in ${E2E_GUEST_PID[@]+"${E2E_GUEST_PID[@]}"} \
+               ${E2E_GUEST_DOG[@]+"${E2E_GUEST_DOG[@]}"}; do
         kill "$pid" 2>/dev/null || true
     done
 }
@@ -74,6 +91,35 @@ trap e2e_guest_cleanup EXIT
 # A loopback TCP port nobody listens on right now, for -netdev socket.
 e2e_free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# e2e_free_ports N: the first of N consecutive loopback ports that are
+# free and below the kernel's ephemeral range, so that no connection the
+# host opens meanwhile (slirp's, the device's) takes one of them as its
+# source port: a guest listening there afterwards would get EADDRINUSE.
+e2e_free_ports() {
+    python3 - "$1" <<'EOF'
+import random, socket, sys
+n = int(sys.argv[1])
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    base = random.randrange(10000, lo - n)
+    socks = []
+    try:
+        for i in range(n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", base + i))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    break
+else:
+    sys.exit("no free port block")
+EOF
 }
 
 # Waits until a QEMU -netdev socket,listen= is up: probing it by connecting

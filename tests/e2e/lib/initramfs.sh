@@ -11,6 +11,8 @@
 #     -f  a file of $E2E_USERLAND, by its path inside that root; with its
 #         shared libraries when it is an ELF file (programs, plugins)
 #     -b  a statically linked program built here, installed in /usr/bin
+#     -a  SRC=DST: a file built here (a provider), installed at DST, with
+#         its shared libraries when it is an ELF file
 # TEST, on standard input, is the guest's test: busybox sh run by /init
 # after guest-lib.sh has set the guest up (e2e_setup).
 #
@@ -64,7 +66,7 @@ e2e_initramfs() {
         '. /lib/e2e/test.sh' >"$stage/init"
     chmod 0755 "$stage/init"
 
-    while getopts m:k:f:b: opt; do
+    while getopts m:k:f:b:a: opt; do
         arg=$OPTARG
         case $opt in
         m) mods+=("$arg") ;;
@@ -74,6 +76,9 @@ e2e_initramfs() {
                mods+=("$name")
            done ;;
         b) e2e_stage_file "$stage" "$arg" "usr/bin/$(basename "$arg")" ;;
+        a) e2e_stage_file "$stage" "${arg%%=*}" "${arg#*=}"
+           [ "$(head -c 4 "${arg%%=*}" | tail -c 3)" != ELF ] ||
+               e2e_stage_libs "$stage" "${arg%%=*}" ;;
         f) e2e_stage_file "$stage" "$E2E_USERLAND$arg" "$arg"
            [ "$(head -c 4 "$E2E_USERLAND$arg" | tail -c 3)" != ELF ] ||
                e2e_stage_libs "$stage" "$E2E_USERLAND$arg" ;;

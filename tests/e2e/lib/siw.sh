@@ -20,11 +20,93 @@ e2e_siw_build() {
 }
 
 # A siw guest's initramfs: virtio-net, siw.ko, rdma_ucm, rdma-core's rping
-# and the siw provider; the test on standard input.  Its /init can call
-# e2e_siw_up ADDR (guest-lib.sh) to bring eth0 and siw0 up.
+# and the siw provider, and more programs of the Debian root if named; the
+# test on standard input.  Its /init can call e2e_siw_up ADDR
+# (guest-lib.sh) to bring eth0 and siw0 up.
 e2e_siw_initramfs() {
-    e2e_initramfs "$1" -m virtio_pci -m virtio_net -m rdma_ucm \
+    local out=$1 p args=()
+    shift
+    for p in "$@"; do args+=(-f "$p"); done
+    e2e_initramfs "$out" -m virtio_pci -m virtio_net -m rdma_ucm \
         -k "$E2E_SIW_KO" -f /usr/bin/rping -f /usr/bin/rdma \
         -f /etc/libibverbs.d/siw.driver \
-        -f /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so
+        -f /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so \
+        ${args[@]+"${args[@]}"}
+}
+
+# An rnic guest running rdma-core's own tools: rnic.ko with the RDMA
+# stack's modules, librnic and its .driver file, and the programs named
+# (paths in the Debian root), each with its libraries.  Needs
+# e2e_librnic_build first.
+e2e_rnic_verbs_initramfs() {
+    local out=$1 p args=()
+    shift
+    for p in "$@"; do args+=(-f "$p"); done
+    e2e_initramfs "$out" -k "$E2E_RNIC_KO" -m rdma_ucm -m ib_uverbs \
+        -m iw_cm -f /usr/bin/rdma \
+        -a "$E2E_LIBRNIC=/usr/lib/$E2E_MULTIARCH/libibverbs/librnic-rdmav34.so" \
+        -a "$E2E_TOP/guest-driver/librnic/rnic.driver=/etc/libibverbs.d/rnic.driver" \
+        -a "$E2E_VERBS_BIN/verbs-abi-check=/usr/bin/verbs-abi-check" \
+        -a "$E2E_VERBS_BIN/verbs-wr-check=/usr/bin/verbs-wr-check" \
+        "${args[@]}"
+}
+
+# Two rnic guests' addresses and device: net.1 and net.2, guest addresses
+# 10.a.b.x that the default addr-map takes to the host's 127.a.b.x (a
+# random a.b keeps concurrent runs on one host apart), and a -device rnic
+# allowing both endpoints and nothing else (default deny).  Sets net, dev.
+e2e_rnic_pair() {
+    net=10.$((RANDOM % 200 + 50)).$((RANDOM % 250 + 1))
+    dev="rnic,id=rnic0,listen-allow=127${net#10}.0/24,peer-allow=127${net#10}.0/24"
+}
+
+# siw's connection behaviour is set by constants in siw_main.c and
+# siw_cm.c that deployments change.  A variant is siw.ko built from the
+# same linux-source with some of them changed; its edits, one per line as
+# FILE|SED-EXPRESSION (s/// without flags), each of which must match.
+e2e_siw_variant_edits() {
+    local p2p='siw_main.c|s/^const bool peer_to_peer;/const bool peer_to_peer = true;/'
+    local rtr='siw_cm.c|s/^static __be16 rtr_type = .*;/static __be16 rtr_type ='
+    case $1 in
+    crc-required)
+        echo 'siw_main.c|s/^const bool mpa_crc_required;/const bool mpa_crc_required = true;/' ;;
+    crc-strict)
+        echo 'siw_main.c|s/^const bool mpa_crc_strict;/const bool mpa_crc_strict = true;/' ;;
+    rev1)
+        echo 'siw_main.c|s/^u_char mpa_version = MPA_REVISION_2;/u_char mpa_version = MPA_REVISION_1;/' ;;
+    p2p-write) echo "$p2p"; echo "$rtr MPA_V2_RDMA_WRITE_RTR;/" ;;
+    p2p-read) echo "$p2p"; echo "$rtr MPA_V2_RDMA_READ_RTR;/" ;;
+    p2p-both) echo "$p2p"; echo "$rtr MPA_V2_RDMA_READ_RTR | MPA_V2_RDMA_WRITE_RTR;/" ;;
+    p2p-none) echo "$p2p"; echo "$rtr MPA_V2_RDMA_NO_RTR;/" ;;
+    *) e2e_die "no siw variant $1" ;;
+    esac
+}
+
+# e2e_siw_variant NAME: builds (or finds) that variant; sets E2E_SIW_KO.
+e2e_siw_variant() {
+    local name=$1 base dir edits line file expr
+    e2e_siw_build
+    base=$(dirname "$E2E_SIW_KO")
+    dir=$E2E_OUT/siw/$E2E_KVER-$name
+    edits=$(e2e_siw_variant_edits "$name")
+    E2E_SIW_KO=$dir/siw.ko
+    if [ -f "$E2E_SIW_KO" ] && [ "$E2E_SIW_KO" -nt "$base/siw.ko" ] &&
+       [ "$(cat "$dir/.variant" 2>/dev/null)" = "$edits" ]; then
+        return 0
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cp "$base"/*.[ch] "$base/Makefile" "$base/Kconfig" "$dir/"
+    while IFS= read -r line; do
+        file=${line%%|*} expr=${line#*|}
+        # w: the lines substituted, so that a pattern that no longer
+        # matches the source fails instead of building plain siw.
+        sed -i "${expr}w $dir/.hit" "$dir/$file"
+        [ -s "$dir/.hit" ] ||
+            e2e_die "siw variant $name: '$expr' matches nothing in $file"
+    done <<<"$edits"
+    e2e_log "building siw variant $name"
+    make -s -C "$E2E_KDIR" M="$dir" CONFIG_RDMA_SIW=m modules >&2
+    [ -f "$E2E_SIW_KO" ] || e2e_die "siw variant $name did not build in $dir"
+    echo "$edits" >"$dir/.variant"
 }

@@ -6,7 +6,8 @@
 # followed through their Depends so that ldd can resolve inside this root
 # first.  Sets E2E_USERLAND.
 
-E2E_GUEST_PKGS=(rdmacm-utils ibverbs-providers libibverbs1 librdmacm1 iproute2)
+E2E_GUEST_PKGS=(rdmacm-utils ibverbs-providers libibverbs1 librdmacm1 iproute2
+                ibverbs-utils perftest)
 
 # The named packages plus every lib* package they need, recursively; the
 # non-library dependencies (debconf, adduser, ...) matter only to dpkg.

@@ -5,6 +5,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qobject/qdict.h"
+#include "qobject/qlist.h"
 #include "standard-headers/linux/pci_regs.h"
 #include "rnic.h"
 
@@ -117,12 +118,93 @@ static void rnic_test_init(RnicTest *t, const char *args)
     t->bus = qpci_new_pc(t->qts, t->alloc);
 }
 
+/* glib 2.68 has it: QEMU's minimum is older, Debian 12 has 2.74. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static const char *rnic_test_path(void)
+{
+    return g_test_get_path();
+}
+#pragma GCC diagnostic pop
+
+/* "DIR/x86_64-rnic-dp-send-a" for test /x86_64/rnic/dp/send, device a. */
+static char *rnic_capture_base(const char *id)
+{
+    g_autofree char *name = g_strdup(rnic_test_path() + 1);
+
+    g_strdelimit(name, "/", '-');
+    return g_strdup_printf("%s/%s-%s", getenv("RNIC_QTEST_CAPTURE"), name,
+                           id);
+}
+
+/*
+ * The capture property for a device with these -device options, and its
+ * id (one is added when the options name none); "" without
+ * RNIC_QTEST_CAPTURE.
+ */
+static char *rnic_capture_opts(char **cap_id, const char *extra,
+                               const char *fixed_id)
+{
+    const char *idp = extra ? strstr(extra, "id=") : NULL;
+    g_autofree char *base = NULL;
+
+    if (!getenv("RNIC_QTEST_CAPTURE")) {
+        return g_strdup("");
+    }
+    *cap_id = fixed_id ? g_strdup(fixed_id) :
+              idp ? g_strndup(idp + 3, strcspn(idp + 3, ",")) : NULL;
+    base = rnic_capture_base(*cap_id ? *cap_id : "cap");
+    if (!*cap_id) {
+        *cap_id = g_strdup("cap");
+        return g_strdup_printf(",id=cap,capture=%s.pcapng", base);
+    }
+    return g_strdup_printf(",capture=%s.pcapng", base);
+}
+
+/* Stops the capture (the file is complete) and writes the counters. */
+static void rnic_capture_finish(RnicTest *t)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/%s",
+                                            t->cap_id);
+    g_autofree char *base = rnic_capture_base(t->cap_id);
+    g_autofree char *file = g_strdup_printf("%s.stats", base);
+    GString *out = g_string_new(NULL);
+    QDict *r;
+    QList *props;
+    const QListEntry *e;
+
+    qobject_unref(qtest_qmp(t->qts, "{'execute': 'qom-set', 'arguments': {"
+                            "'path': %s, 'property': 'capture', "
+                            "'value': ''}}", path));
+    r = qtest_qmp(t->qts, "{'execute': 'qom-list', 'arguments': {"
+                  "'path': %s}}", path);
+    props = qdict_haskey(r, "return") ? qdict_get_qlist(r, "return") : NULL;
+    for (e = props ? qlist_first(props) : NULL; e; e = qlist_next(e)) {
+        QDict *p = qobject_to(QDict, qlist_entry_obj(e));
+        const char *name = qdict_get_str(p, "name");
+
+        if (g_str_has_prefix(name, "stat-") &&
+            !strcmp(qdict_get_str(p, "type"), "uint64")) {
+            g_string_append_printf(out, "%s %" PRIu64 "\n", name,
+                                   rnic_qom_int(t, t->cap_id, name));
+        }
+    }
+    qobject_unref(r);
+    g_assert_true(g_file_set_contents(file, out->str, out->len, NULL));
+    g_string_free(out, true);
+    g_free(t->cap_id);
+    t->cap_id = NULL;
+}
+
 void rnic_test_start(RnicTest *t, const char *extra)
 {
-    g_autofree char *args = g_strdup_printf("-device rnic%s",
-                                            extra ? extra : "");
+    g_autofree char *cap_id = NULL;
+    g_autofree char *cap = rnic_capture_opts(&cap_id, extra, NULL);
+    g_autofree char *args = g_strdup_printf("-device rnic%s%s",
+                                            extra ? extra : "", cap);
 
     rnic_test_init(t, args);
+    t->cap_id = g_steal_pointer(&cap_id);
     rnic_test_open(t, 0);
 }
 
@@ -166,12 +248,17 @@ uint64_t rnic_test_port_ecam(RnicTest *t)
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b)
 {
+    g_autofree char *id_a = NULL, *id_b = NULL;
+    g_autofree char *cap_a = rnic_capture_opts(&id_a, NULL, "a");
+    g_autofree char *cap_b = rnic_capture_opts(&id_b, NULL, "b");
     g_autofree char *args = g_strdup_printf(
-        "-device rnic,id=a%s -device rnic,id=b%s", extra_a ? extra_a : "",
-        extra_b ? extra_b : "");
+        "-device rnic,id=a%s%s -device rnic,id=b%s%s", extra_a ? extra_a : "",
+        cap_a, extra_b ? extra_b : "", cap_b);
 
     rnic_test_init(a, args);
     memset(b, 0, sizeof(*b));
+    a->cap_id = g_steal_pointer(&id_a);
+    b->cap_id = g_steal_pointer(&id_b);
     b->qts = a->qts;
     b->alloc = a->alloc;
     b->bus = a->bus;
@@ -192,18 +279,22 @@ void rnic_test_after_reset(RnicTest *t)
 /* Program both rings and enable the device, as a driver's probe does. */
 void rnic_test_enable(RnicTest *t)
 {
+    size_t eq_bytes;
+
+    t->eq_log = t->eq_log ?: RNIC_TEST_EQ_LOG;
+    eq_bytes = MAX(4096, (size_t)RNIC_EVENT_SIZE << t->eq_log);
     rnic_msix_setup(t);
     t->cmdq = guest_alloc(t->alloc, 4096);
-    t->eq = guest_alloc(t->alloc, 4096);
+    t->eq = guest_alloc(t->alloc, eq_bytes);
     g_assert_cmphex(t->cmdq & 0xfff, ==, 0);
     g_assert_cmphex(t->eq & 0xfff, ==, 0);
-    qtest_memset(t->qts, t->eq, 0, 4096);
+    qtest_memset(t->qts, t->eq, 0, eq_bytes);
     rnic_wr(t, RNIC_REG_CMDQ_BASE_LO, t->cmdq);
     rnic_wr(t, RNIC_REG_CMDQ_BASE_HI, t->cmdq >> 32);
     rnic_wr(t, RNIC_REG_CMDQ_LOG_SIZE, RNIC_TEST_CMDQ_LOG);
     rnic_wr(t, RNIC_REG_EQ_BASE_LO, t->eq);
     rnic_wr(t, RNIC_REG_EQ_BASE_HI, t->eq >> 32);
-    rnic_wr(t, RNIC_REG_EQ_LOG_SIZE, RNIC_TEST_EQ_LOG);
+    rnic_wr(t, RNIC_REG_EQ_LOG_SIZE, t->eq_log);
     rnic_wr(t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
     g_assert_cmphex(rnic_rd(t, RNIC_REG_STATUS) & RNIC_STATUS_READY, ==,
                     RNIC_STATUS_READY);
@@ -211,6 +302,9 @@ void rnic_test_enable(RnicTest *t)
 
 void rnic_test_stop(RnicTest *t)
 {
+    if (t->cap_id) {
+        rnic_capture_finish(t);
+    }
     qpci_iounmap(t->dev, t->regs);
     g_free(t->dev);
     g_free(t->port);
@@ -322,6 +416,41 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
 }
 
 
+static uint16_t rnic_create_qp_rings(RnicTest *t, uint32_t pdn, uint32_t scq,
+                                     uint32_t rcq, uint32_t srqn, uint8_t log,
+                                     uint16_t flags, uint64_t sq, uint64_t rq,
+                                     RnicTestQp *qp)
+{
+    struct rnic_cmd_create_qp p = {
+        .flags = cpu_to_le16(flags),
+        .pdn = cpu_to_le32(pdn),
+        .send_cqn = cpu_to_le32(scq),
+        .recv_cqn = cpu_to_le32(rcq),
+        .srqn = cpu_to_le32(srqn),
+        .sq_log_size = log,
+        .rq_log_size = log,
+        .sq_addr = cpu_to_le64(sq),
+        .rq_addr = cpu_to_le64(rq),
+    };
+    struct rnic_cmd cmd;
+
+    memset(qp, 0, sizeof(*qp));
+    qp->log = log;
+    qp->sq = sq;
+    qp->rq = rq;
+    cmd = rnic_cmd(t, RNIC_CMD_CREATE_QP, &p, sizeof(p));
+    qp->qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+    return le16_to_cpu(cmd.status);
+}
+
+uint16_t rnic_create_qp_at(RnicTest *t, uint32_t pdn, uint32_t scq,
+                           uint32_t rcq, uint8_t log, uint64_t sq,
+                           uint64_t rq, RnicTestQp *qp)
+{
+    return rnic_create_qp_rings(t, pdn, scq, rcq, RNIC_NO_SRQ, log, 0, sq,
+                                rq, qp);
+}
+
 uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
                             uint32_t rcq, uint8_t log, RnicTestQp *qp)
 {
@@ -332,25 +461,18 @@ uint16_t rnic_try_create_qp_srq(RnicTest *t, uint32_t pdn, uint32_t scq,
                                 uint32_t rcq, uint32_t srqn, uint8_t log,
                                 RnicTestQp *qp)
 {
-    struct rnic_cmd_create_qp p = {
-        .pdn = cpu_to_le32(pdn),
-        .send_cqn = cpu_to_le32(scq),
-        .recv_cqn = cpu_to_le32(rcq),
-        .srqn = cpu_to_le32(srqn),
-        .sq_log_size = log,
-        .rq_log_size = log,
-    };
-    struct rnic_cmd cmd;
+    return rnic_try_create_qp_flags(t, pdn, scq, rcq, srqn, log, 0, qp);
+}
 
-    memset(qp, 0, sizeof(*qp));
-    qp->log = log;
-    qp->sq = guest_alloc(t->alloc, MAX(4096, RNIC_SQ_WQE_SIZE << log));
-    qp->rq = guest_alloc(t->alloc, MAX(4096, RNIC_RQ_WQE_SIZE << log));
-    p.sq_addr = cpu_to_le64(qp->sq);
-    p.rq_addr = cpu_to_le64(qp->rq);
-    cmd = rnic_cmd(t, RNIC_CMD_CREATE_QP, &p, sizeof(p));
-    qp->qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
-    return le16_to_cpu(cmd.status);
+uint16_t rnic_try_create_qp_flags(RnicTest *t, uint32_t pdn, uint32_t scq,
+                                  uint32_t rcq, uint32_t srqn, uint8_t log,
+                                  uint16_t flags, RnicTestQp *qp)
+{
+    uint64_t sq = guest_alloc(t->alloc, MAX(4096, RNIC_SQ_WQE_SIZE << log));
+    uint64_t rq = guest_alloc(t->alloc, MAX(4096, RNIC_RQ_WQE_SIZE << log));
+
+    return rnic_create_qp_rings(t, pdn, scq, rcq, srqn, log, flags, sq, rq,
+                                qp);
 }
 
 void rnic_post_recv(RnicTest *t, RnicTestQp *qp,
@@ -420,9 +542,9 @@ void rnic_settle(RnicTest *t)
 /* Reads the next event if the device has written one. */
 bool rnic_next_event(RnicTest *t, struct rnic_event *ev)
 {
-    uint64_t addr = t->eq + (t->eq_cons & ((1u << RNIC_TEST_EQ_LOG) - 1)) *
+    uint64_t addr = t->eq + (t->eq_cons & ((1u << t->eq_log) - 1)) *
                     RNIC_EVENT_SIZE;
-    uint8_t phase = ((t->eq_cons >> RNIC_TEST_EQ_LOG) & 1) ^ 1;
+    uint8_t phase = ((t->eq_cons >> t->eq_log) & 1) ^ 1;
 
     qtest_memread(t->qts, addr, ev, sizeof(*ev));
     if (ev->phase != phase) {
@@ -570,6 +692,38 @@ void rnic_write_full(int fd, const void *buf, size_t len)
     g_assert_cmpint(write(fd, buf, len), ==, len);
 }
 
+static void rnic_raw_expect(RnicTest *t, uint8_t type, bool strict,
+                            struct rnic_event *ev)
+{
+    do {
+        rnic_wait_event(t, ev);
+    } while (!strict && ev->type != type);
+    g_assert_cmpuint(ev->type, ==, type);
+}
+
+void rnic_raw_peer_accept(RnicTest *t, int fd, uint32_t qpn, bool crc,
+                          bool strict)
+{
+    uint8_t req[24] = "MPA ID Req Frame", rep[24];
+    struct rnic_cmd_connect a = { .ird = 1, .ord = 1 };
+    struct rnic_event ev;
+
+    req[16] = 0x10 | (crc ? 0x40 : 0);          /* M=0, C, R=0, rev 2 */
+    req[17] = 2;
+    stw_be_p(req + 18, 4);                      /* PD_Length */
+    stw_be_p(req + 20, 1);                      /* IRD 1 */
+    stw_be_p(req + 22, 1);                      /* ORD 1 */
+    rnic_write_full(fd, req, sizeof(req));
+    rnic_raw_expect(t, RNIC_EV_CONN_REQUEST, strict, &ev);
+    a.conn_id = ev.id;
+    a.qpn = cpu_to_le32(qpn);
+    rnic_cmd_ok(t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    rnic_read_full(fd, rep, sizeof(rep));
+    g_assert_cmpmem(rep, 16, "MPA ID Rep Frame", 16);
+    g_assert_cmphex(rep[16] & 0x40, ==, crc ? 0x40 : 0);
+    rnic_raw_expect(t, RNIC_EV_CONN_ESTABLISHED, strict, &ev);
+}
+
 uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring)
 {
     struct rnic_cmd_srq p = { .pdn = cpu_to_le32(pdn), .log_size = 3 };
@@ -645,4 +799,19 @@ void rnic_test_add_both(const char *path, void (*fn)(void))
     io = g_strdup_printf("%.*s/iothread%s", (int)(leaf - path), path, leaf);
     qtest_add_data_func(path, plain, rnic_test_run_case);
     qtest_add_data_func(io, threaded, rnic_test_run_case);
+}
+
+uint16_t rnic_alloc_mr(RnicTest *t, uint32_t pdn, uint32_t max_pages,
+                       uint8_t key, uint8_t flags, uint32_t *stag)
+{
+    struct rnic_cmd_alloc_mr p = {
+        .pdn = cpu_to_le32(pdn),
+        .max_pages = cpu_to_le32(max_pages),
+        .key = key,
+        .flags = flags,
+    };
+    struct rnic_cmd cmd = rnic_cmd(t, RNIC_CMD_ALLOC_MR, &p, sizeof(p));
+
+    *stag = le32_to_cpu(((struct rnic_cmd_alloc_mr *)cmd.u.raw)->stag);
+    return le16_to_cpu(cmd.status);
 }

@@ -30,6 +30,8 @@ typedef struct RnicTest {
     QPCIBar regs;
     uint64_t cmdq, eq, msi_mem;
     uint32_t cmd_prod, eq_cons;
+    uint8_t eq_log;         /* set before rnic_test_enable; 0: default */
+    char *cap_id;           /* RNIC_QTEST_CAPTURE: the device's id */
 } RnicTest;
 
 typedef struct RnicTestQp {
@@ -61,6 +63,12 @@ uint64_t rnic_test_port_ecam(RnicTest *t);
 /* Two rnic devices in one VM (ids a and b); stop b before a. */
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b);
+/*
+ * With RNIC_QTEST_CAPTURE=DIR in the environment every device records its
+ * traffic to DIR/<test path>-<id>.pcapng, and rnic_test_stop() writes its
+ * stat-* counters next to it (.stats: "name value" lines), for
+ * tests/capture/check-captures.sh to compare with what tshark decodes.
+ */
 /* qom-get of an integer or string property of device @id. */
 uint64_t rnic_qom_int(RnicTest *t, const char *id, const char *prop);
 char *rnic_qom_str(RnicTest *t, const char *id, const char *prop);
@@ -93,9 +101,23 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
                         uint64_t *ring);
 uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
                             uint32_t rcq, uint8_t log, RnicTestQp *qp);
+/* The same with rings the caller allocated (4 KiB aligned, 2^log WQEs). */
+uint16_t rnic_create_qp_at(RnicTest *t, uint32_t pdn, uint32_t scq,
+                           uint32_t rcq, uint8_t log, uint64_t sq,
+                           uint64_t rq, RnicTestQp *qp);
 uint16_t rnic_try_create_qp_srq(RnicTest *t, uint32_t pdn, uint32_t scq,
                                 uint32_t rcq, uint32_t srqn, uint8_t log,
                                 RnicTestQp *qp);
+/* ... with RNIC_QP_FLAG_* (ABI 0.2: KERNEL). */
+uint16_t rnic_try_create_qp_flags(RnicTest *t, uint32_t pdn, uint32_t scq,
+                                  uint32_t rcq, uint32_t srqn, uint8_t log,
+                                  uint16_t flags, RnicTestQp *qp);
+/*
+ * ALLOC_MR: max_pages slots, or with RNIC_ALLOC_MR_PHYS the PD's
+ * physical STag (max_pages 0); the command's status.
+ */
+uint16_t rnic_alloc_mr(RnicTest *t, uint32_t pdn, uint32_t max_pages,
+                       uint8_t key, uint8_t flags, uint32_t *stag);
 /* An SRQ of 8 entries; @ring's qpn/rq/rq_prod describe it (no SQ). */
 uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring);
 void rnic_post_srq(RnicTest *t, RnicTestQp *srq, const struct rnic_rq_wqe *w);
@@ -122,5 +144,12 @@ int rnic_tcp_listen(uint16_t *port);
 int rnic_tcp_accept(int lfd);
 void rnic_read_full(int fd, void *buf, size_t len);
 void rnic_write_full(int fd, const void *buf, size_t len);
+/*
+ * The raw peer on @fd, connected to a listener of @t, asks for MPA rev 2
+ * with RFC 6581 IRD/ORD 1/1 (C when @crc); @t ACCEPTs on @qpn; returns
+ * once @t saw CONN_ESTABLISHED.  @strict: no other event may come first.
+ */
+void rnic_raw_peer_accept(RnicTest *t, int fd, uint32_t qpn, bool crc,
+                          bool strict);
 
 #endif /* LIBQOS_RNIC_H */

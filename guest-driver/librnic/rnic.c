@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * librnic: matches the rnic PCI function (an out-of-tree driver has no
+ * driver id of its own: RDMA_DRIVER_UNKNOWN), opens a context, and runs
+ * every verb through the kernel's uverbs commands (ipathverbs is the
+ * pattern).  create_qp_ex adds the ibv_wr_* API (rnic_wr.c).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rnic.h"
+
+struct rnic_device {
+	struct verbs_device ibv_dev;
+};
+
+struct rnic_context {
+	struct verbs_context ibv_ctx;
+};
+
+static int rnic_query_device(struct ibv_context *ctx,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(ctx, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+	/* The device's ABI version, as the kernel's fw_ver says too. */
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u", (unsigned int)(fw >> 16) & 0xffff,
+		 (unsigned int)fw & 0xffff);
+	return 0;
+}
+
+static int rnic_query_port(struct ibv_context *ctx, uint8_t port,
+			   struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(ctx, port, attr, &cmd, sizeof(cmd));
+}
+
+static struct ibv_pd *rnic_alloc_pd(struct ibv_context *ctx)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return NULL;
+	if (ibv_cmd_alloc_pd(ctx, pd, &cmd, sizeof(cmd), &resp,
+			     sizeof(resp))) {
+		free(pd);
+		return NULL;
+	}
+	return pd;
+}
+
+static int rnic_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret = ibv_cmd_dealloc_pd(pd);
+
+	if (!ret)
+		free(pd);
+	return ret;
+}
+
+static struct ibv_mr *rnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+				  uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr = calloc(1, sizeof(*vmr));
+
+	if (!vmr)
+		return NULL;
+	if (ibv_cmd_reg_mr(pd, addr, len, hca_va, access, vmr, &cmd,
+			   sizeof(cmd), &resp, sizeof(resp))) {
+		free(vmr);
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int rnic_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+
+	if (!ret)
+		free(vmr);
+	return ret;
+}
+
+static struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
+				     struct ibv_comp_channel *channel,
+				     int vector)
+{
+	struct ib_uverbs_create_cq_resp resp;
+	struct ibv_create_cq cmd;
+	struct ibv_cq *cq = calloc(1, sizeof(*cq));
+
+	if (!cq)
+		return NULL;
+	if (ibv_cmd_create_cq(ctx, cqe, channel, vector, cq, &cmd, sizeof(cmd),
+			      &resp, sizeof(resp))) {
+		free(cq);
+		return NULL;
+	}
+	return cq;
+}
+
+static int rnic_destroy_cq(struct ibv_cq *cq)
+{
+	int ret = ibv_cmd_destroy_cq(cq);
+
+	if (!ret)
+		free(cq);
+	return ret;
+}
+
+/* The WR array of the ibv_wr_* API, sized to the send queue. */
+static int rnic_qp_wr_alloc(struct rnic_qp *qp, uint32_t max_send_wr)
+{
+	qp->cap = max_send_wr ? max_send_wr : 1;
+	qp->wrs = calloc(qp->cap, sizeof(*qp->wrs));
+	qp->sges = calloc((size_t)qp->cap * RNIC_MAX_SGE, sizeof(*qp->sges));
+	qp->inl = malloc((size_t)qp->cap * RNIC_INLINE_MAX);
+	return qp->wrs && qp->sges && qp->inl ? 0 : ENOMEM;
+}
+
+static void rnic_qp_free(struct rnic_qp *qp)
+{
+	free(qp->wrs);
+	free(qp->sges);
+	free(qp->inl);
+	free(qp);
+}
+
+static struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ctx,
+					struct ibv_qp_init_attr_ex *attr)
+{
+	struct ib_uverbs_ex_create_qp_resp resp = {};
+	struct ibv_create_qp_ex cmd = {};
+	bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	struct rnic_qp *qp;
+	int ret;
+
+	if (wr_api && rnic_wr_check(attr->send_ops_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = ibv_cmd_create_qp_ex2(ctx, &qp->vqp, attr, &cmd, sizeof(cmd),
+				    &resp, sizeof(resp));
+	if (ret) {
+		rnic_qp_free(qp);
+		errno = ret;
+		return NULL;
+	}
+	if (wr_api) {
+		ret = rnic_qp_wr_alloc(qp, attr->cap.max_send_wr);
+		if (ret) {
+			ibv_cmd_destroy_qp(&qp->vqp.qp);
+			rnic_qp_free(qp);
+			errno = ret;
+			return NULL;
+		}
+		rnic_wr_init(qp, attr->send_ops_flags);
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
+}
+
+static struct ibv_qp *rnic_create_qp(struct ibv_pd *pd,
+				     struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp *qp = rnic_create_qp_ex(pd->context, &ex);
+
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+static int rnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int mask, struct ibv_qp_init_attr *init)
+{
+	struct ibv_query_qp cmd;
+
+	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof(cmd));
+}
+
+static int rnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			  int mask)
+{
+	struct ibv_modify_qp cmd;
+
+	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+}
+
+static int rnic_destroy_qp(struct ibv_qp *ibqp)
+{
+	int ret = ibv_cmd_destroy_qp(ibqp);
+
+	if (!ret)
+		rnic_qp_free(to_rqp(ibqp));
+	return ret;
+}
+
+static void rnic_free_context(struct ibv_context *ibctx);
+
+static const struct verbs_context_ops rnic_ctx_ops = {
+	.free_context	= rnic_free_context,
+	.query_device_ex = rnic_query_device,
+	.query_port	= rnic_query_port,
+	.alloc_pd	= rnic_alloc_pd,
+	.dealloc_pd	= rnic_dealloc_pd,
+	.reg_mr		= rnic_reg_mr,
+	.dereg_mr	= rnic_dereg_mr,
+	.create_cq	= rnic_create_cq,
+	.poll_cq	= ibv_cmd_poll_cq,
+	.req_notify_cq	= ibv_cmd_req_notify_cq,
+	.destroy_cq	= rnic_destroy_cq,
+	.create_qp	= rnic_create_qp,
+	.create_qp_ex	= rnic_create_qp_ex,
+	.query_qp	= rnic_query_qp,
+	.modify_qp	= rnic_modify_qp,
+	.destroy_qp	= rnic_destroy_qp,
+	.post_send	= ibv_cmd_post_send,
+	.post_recv	= ibv_cmd_post_recv,
+};
+
+static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
+						int cmd_fd, void *private_data)
+{
+	struct ib_uverbs_get_context_resp resp;
+	struct ibv_get_context cmd;
+	struct rnic_context *ctx;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp,
+				sizeof(resp))) {
+		verbs_uninit_context(&ctx->ibv_ctx);
+		free(ctx);
+		return NULL;
+	}
+	verbs_set_ops(&ctx->ibv_ctx, &rnic_ctx_ops);
+	return &ctx->ibv_ctx;
+}
+
+static void rnic_free_context(struct ibv_context *ibctx)
+{
+	struct rnic_context *ctx = container_of(ibctx, struct rnic_context,
+						ibv_ctx.context);
+
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static struct verbs_device *rnic_device_alloc(struct verbs_sysfs_dev *sysfs)
+{
+	struct rnic_device *dev = calloc(1, sizeof(*dev));
+
+	return dev ? &dev->ibv_dev : NULL;
+}
+
+static void rnic_uninit_device(struct verbs_device *vdev)
+{
+	free(container_of(vdev, struct rnic_device, ibv_dev));
+}
+
+static const struct verbs_match_ent rnic_match_table[] = {
+	VERBS_PCI_MATCH(RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID, NULL),
+	{}
+};
+
+static const struct verbs_device_ops rnic_dev_ops = {
+	.name = "rnic",
+	.match_min_abi_version = 1,
+	.match_max_abi_version = 1,
+	.match_table = rnic_match_table,
+	.alloc_device = rnic_device_alloc,
+	.uninit_device = rnic_uninit_device,
+	.alloc_context = rnic_alloc_context,
+};
+PROVIDER_DRIVER(rnic, rnic_dev_ops);

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * rnic as a Linux RDMA device: an iWARP ib_device (RDMA_NODE_RNIC) with one
+ * port bound to a netdev of its own, kernel verbs, the uverbs write()
+ * commands for user space, and iw_cm ops mapped onto the device's
+ * host-side connections (docs/driver-guide.md, "The ib_device").
+ *
+ * rnic_ib_main.c registers the device and its netdev and answers the
+ * queries; rnic_ib_mr.c has PDs and MRs, rnic_ib_cq.c CQs, rnic_ib_qp.c QPs
+ * and the data path, rnic_ib_cm.c the iw_cm ops and connection events.
+ */
+#ifndef RNIC_IB_H
+#define RNIC_IB_H
+
+#include <linux/netdevice.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/iw_cm.h>
+#include "rnic.h"
+
+struct rnic_ib_dev {
+	struct ib_device ibdev;
+	struct rnic_dev *rdev;
+	struct net_device *netdev;
+	u8 mac[ETH_ALEN];
+	/* Device numbers -> objects, for completions and events. */
+	struct xarray qps;		/* qpn -> struct rnic_ib_qp */
+	struct xarray cqs;		/* cqn -> struct rnic_ib_cq */
+	struct xarray listeners;	/* device listener id -> rnic_ib_lep */
+	struct xarray ceps;		/* device conn id -> rnic_ib_cep */
+	/*
+	 * Connection events are taken off the event ring in the admin
+	 * interrupt and handled here in order, where commands may sleep.
+	 */
+	struct workqueue_struct *cm_wq;
+	spinlock_t ev_lock;		/* ev_list */
+	struct list_head ev_list;
+	struct work_struct ev_work;
+	struct mutex cm_lock;		/* every cep and lep, and qp->cep */
+	struct list_head leps;		/* listening cm_ids */
+	atomic_t next_key;		/* STag keys, round robin */
+	bool dead;			/* unregistering: no more iw_cm events */
+};
+
+struct rnic_ib_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct rnic_ib_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+};
+
+struct rnic_ib_mr {
+	struct ib_mr ibmr;
+	u32 stag;
+	struct ib_umem *umem;		/* NULL for the DMA MR */
+};
+
+struct rnic_ib_cq {
+	struct ib_cq ibcq;
+	u32 cqn;
+	u8 vector;			/* MSI-X vector 1..7 */
+	struct rnic_ring ring;
+	spinlock_t lock;		/* cons, and polling */
+	u32 cons;			/* entries consumed (free-running) */
+	bool armed;			/* req_notify_cq since the last call */
+	u32 arm_cons;			/* cons when it was armed */
+};
+
+struct rnic_ib_cep;
+
+struct rnic_ib_qp {
+	struct ib_qp ibqp;
+	u32 qpn;
+	struct rnic_ring sq, rq;
+	spinlock_t sq_lock, rq_lock;
+	u32 sq_prod, rq_prod;		/* posted (free-running) */
+	u32 sq_done, rq_done;		/* completed, set by poll */
+	u64 *sq_wr_id, *rq_wr_id;	/* the user's wr_id per slot */
+	bool sig_all;
+	enum ib_qp_state state;		/* as the verbs consumer set it */
+	refcount_t ref;			/* iw_add_ref/iw_rem_ref, and ours */
+	struct completion free;		/* the last reference is gone */
+	struct rnic_ib_cep *cep;	/* under cm_lock */
+};
+
+/* A connection: the device's conn id and the iw_cm_id it reports to. */
+enum rnic_ib_cep_state {
+	RNIC_CEP_REQUEST,		/* passive: CONNECT_REQUEST delivered */
+	RNIC_CEP_CONNECTING,		/* active: CONNECT sent */
+	RNIC_CEP_ACCEPTING,		/* passive: ACCEPT sent */
+	RNIC_CEP_ESTABLISHED,
+	RNIC_CEP_DONE,			/* final event delivered */
+};
+
+struct rnic_ib_cep {
+	u32 conn_id;
+	enum rnic_ib_cep_state state;
+	struct iw_cm_id *cm_id;		/* with a reference while set */
+	struct rnic_ib_qp *qp;		/* with a reference while set */
+	struct sockaddr_storage local, remote;	/* as the guest sees them */
+	u8 ird, ord;
+};
+
+/* A listening iw_cm_id: one device listener per local address. */
+#define RNIC_IB_LEP_MAX	8
+struct rnic_ib_lep {
+	struct list_head node;
+	struct iw_cm_id *cm_id;
+	int n;
+	u32 ids[RNIC_IB_LEP_MAX];
+	struct sockaddr_storage local[RNIC_IB_LEP_MAX];
+};
+
+static inline struct rnic_ib_dev *to_rdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct rnic_ib_dev, ibdev);
+}
+
+static inline struct rnic_ib_pd *to_rpd(struct ib_pd *pd)
+{
+	return container_of(pd, struct rnic_ib_pd, ibpd);
+}
+
+static inline struct rnic_ib_mr *to_rmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct rnic_ib_mr, ibmr);
+}
+
+static inline struct rnic_ib_cq *to_rcq(struct ib_cq *cq)
+{
+	return container_of(cq, struct rnic_ib_cq, ibcq);
+}
+
+static inline struct rnic_ib_qp *to_rqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct rnic_ib_qp, ibqp);
+}
+
+/* A command naming one object, with its handle where its payload has it. */
+int rnic_ib_cmd(struct rnic_ib_dev *dev, u8 opcode, const void *in,
+		size_t len, struct rnic_cmd *out);
+int rnic_ib_cmd_handle(struct rnic_ib_dev *dev, u8 opcode, u32 handle);
+
+int rnic_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int rnic_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+struct ib_mr *rnic_ib_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *rnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				  u64 virt, int access, struct ib_udata *udata);
+int rnic_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		      struct ib_udata *udata);
+int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void rnic_ib_cq_vector(struct rnic_ib_dev *dev, unsigned int vector);
+
+int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
+		      struct ib_udata *udata);
+int rnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		      struct ib_udata *udata);
+int rnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		     struct ib_qp_init_attr *init);
+int rnic_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		      const struct ib_send_wr **bad);
+int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad);
+int rnic_ib_qp_error(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp);
+void rnic_ib_qp_get(struct ib_qp *ibqp);
+void rnic_ib_qp_put(struct ib_qp *ibqp);
+struct ib_qp *rnic_ib_get_qp(struct ib_device *ibdev, int qpn);
+void rnic_ib_qp_async(struct rnic_ib_dev *dev, u32 qpn,
+		      enum ib_event_type type);
+
+int rnic_ib_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *p);
+int rnic_ib_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *p);
+int rnic_ib_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len);
+int rnic_ib_create_listen(struct iw_cm_id *cm_id, int backlog);
+int rnic_ib_destroy_listen(struct iw_cm_id *cm_id);
+void rnic_ib_cm_event(struct rnic_ib_dev *dev, const struct rnic_event *ev);
+void rnic_ib_cm_work(struct work_struct *work);
+void rnic_ib_cm_qp_gone(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp);
+int rnic_ib_cm_disconnect(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp,
+			  bool abort);
+void rnic_ib_cm_unplug(struct rnic_ib_dev *dev);
+
+int rnic_netdev_create(struct rnic_ib_dev *dev);
+void rnic_netdev_destroy(struct rnic_ib_dev *dev);
+
+#endif /* RNIC_IB_H */

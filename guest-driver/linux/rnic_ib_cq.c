@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Completion queues: the device's CQ ring in coherent memory, polled by
+ * the driver (kernel users and the uverbs POLL_CQ write() command alike).
+ * A CQE's wr_id is the driver's index of the WQE it completes; the user's
+ * wr_id is kept per slot (rnic_ib_qp.c), and the index tells how far the
+ * queue has drained, since one queue's completions come in order.
+ */
+#include <linux/interrupt.h>
+#include "rnic_ib.h"
+
+int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		      struct ib_udata *udata)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
+	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	struct rnic_cmd_create_cq p = { };
+	struct rnic_cmd cmd;
+	u32 log;
+	int err;
+
+	if (attr->flags || !attr->cqe ||
+	    attr->cqe > le32_to_cpu(dev->rdev->attr.max_cqe))
+		return -EINVAL;
+	log = max_t(u32, order_base_2(attr->cqe), 1);
+	spin_lock_init(&cq->lock);
+	err = rnic_ring_alloc(dev->rdev, &cq->ring, log, RNIC_CQE_SIZE);
+	if (err)
+		return err;
+	cq->vector = RNIC_MSIX_VEC_ADMIN + 1 +
+		     attr->comp_vector % (RNIC_MSIX_VECTORS - 1);
+	p.ring_addr = cpu_to_le64(cq->ring.dma);
+	p.log_size = log;
+	p.msix_vector = cq->vector;
+	err = rnic_ib_cmd(dev, RNIC_CMD_CREATE_CQ, &p, sizeof(p), &cmd);
+	if (err)
+		goto err_ring;
+	cq->cqn = le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
+	err = xa_err(xa_store_irq(&dev->cqs, cq->cqn, cq, GFP_KERNEL));
+	if (err) {
+		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
+		goto err_ring;
+	}
+	ibcq->cqe = 1 << log;
+	return 0;
+
+err_ring:
+	rnic_ring_free(dev->rdev, &cq->ring);
+	return err;
+}
+
+int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
+	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	int err;
+
+	err = rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
+	if (err && err != -ENODEV)
+		return err;
+	xa_erase_irq(&dev->cqs, cq->cqn);
+	/* The vector's handler may have found the CQ just before. */
+	synchronize_irq(pci_irq_vector(dev->rdev->pdev, cq->vector));
+	rnic_ring_free(dev->rdev, &cq->ring);
+	return 0;
+}
+
+static struct rnic_cq_entry *rnic_ib_cq_next(struct rnic_ib_cq *cq)
+{
+	u32 mask = (1u << cq->ring.log_size) - 1;
+	struct rnic_cq_entry *e = (struct rnic_cq_entry *)cq->ring.va +
+				  (cq->cons & mask);
+	u8 phase = ((cq->cons >> cq->ring.log_size) & 1) ^ 1;
+
+	return (READ_ONCE(e->phase) & 1) == phase ? e : NULL;
+}
+
+static enum ib_wc_status rnic_ib_wc_status(u8 status)
+{
+	static const enum ib_wc_status map[] = {
+		[RNIC_CQE_SUCCESS] = IB_WC_SUCCESS,
+		[RNIC_CQE_LOC_LEN_ERR] = IB_WC_LOC_LEN_ERR,
+		[RNIC_CQE_LOC_QP_OP_ERR] = IB_WC_LOC_QP_OP_ERR,
+		[RNIC_CQE_LOC_PROT_ERR] = IB_WC_LOC_PROT_ERR,
+		[RNIC_CQE_WR_FLUSH_ERR] = IB_WC_WR_FLUSH_ERR,
+		[RNIC_CQE_MW_BIND_ERR] = IB_WC_MW_BIND_ERR,
+		[RNIC_CQE_LOC_ACCESS_ERR] = IB_WC_LOC_ACCESS_ERR,
+		[RNIC_CQE_REM_INV_REQ_ERR] = IB_WC_REM_INV_REQ_ERR,
+		[RNIC_CQE_REM_ACCESS_ERR] = IB_WC_REM_ACCESS_ERR,
+		[RNIC_CQE_REM_OP_ERR] = IB_WC_REM_OP_ERR,
+		[RNIC_CQE_BAD_RESP_ERR] = IB_WC_BAD_RESP_ERR,
+		[RNIC_CQE_FATAL_ERR] = IB_WC_FATAL_ERR,
+		[RNIC_CQE_GENERAL_ERR] = IB_WC_GENERAL_ERR,
+	};
+
+	return status < ARRAY_SIZE(map) ? map[status] : IB_WC_GENERAL_ERR;
+}
+
+static enum ib_wc_opcode rnic_ib_wc_opcode(u8 op)
+{
+	switch (op) {
+	case RNIC_WQE_WRITE:
+		return IB_WC_RDMA_WRITE;
+	case RNIC_WQE_READ:
+		return IB_WC_RDMA_READ;
+	case RNIC_WQE_ATOMIC_FADD:
+		return IB_WC_FETCH_ADD;
+	case RNIC_WQE_ATOMIC_CSWAP:
+		return IB_WC_COMP_SWAP;
+	case RNIC_WQE_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case RNIC_WQE_BIND_MW:
+		return IB_WC_BIND_MW;
+	case RNIC_WQE_RECV:
+		return IB_WC_RECV;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/* Fills @wc from @c; false for a CQE of a QP that is gone. */
+static bool rnic_ib_cqe(struct rnic_ib_dev *dev, const struct rnic_cq_entry *c,
+			struct ib_wc *wc)
+{
+	struct rnic_ib_qp *qp = xa_load(&dev->qps, le32_to_cpu(c->qpn));
+	u32 idx = (u32)le64_to_cpu(c->wr_id);
+
+	if (!qp)
+		return false;
+	memset(wc, 0, sizeof(*wc));
+	if (c->opcode == RNIC_WQE_RECV) {
+		wc->wr_id = qp->rq_wr_id[idx & ((1u << qp->rq.log_size) - 1)];
+		WRITE_ONCE(qp->rq_done, idx + 1);
+	} else {
+		wc->wr_id = qp->sq_wr_id[idx & ((1u << qp->sq.log_size) - 1)];
+		WRITE_ONCE(qp->sq_done, idx + 1);
+	}
+	wc->status = rnic_ib_wc_status(c->status);
+	wc->vendor_err = c->status;
+	wc->opcode = rnic_ib_wc_opcode(c->opcode);
+	wc->byte_len = le32_to_cpu(c->byte_len);
+	wc->qp = &qp->ibqp;
+	wc->port_num = 1;
+	if (c->flags & RNIC_CQE_FLAG_WITH_INV) {
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+		wc->ex.invalidate_rkey = le32_to_cpu(c->invalidated_stag);
+	} else if (c->flags & RNIC_CQE_FLAG_WITH_IMM) {
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		wc->ex.imm_data = cpu_to_be32(le32_to_cpu(c->imm));
+	}
+	return true;
+}
+
+int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
+	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	struct rnic_cq_entry *e, c;
+	unsigned long flags;
+	u32 start;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	start = cq->cons;
+	while (n < num && (e = rnic_ib_cq_next(cq))) {
+		dma_rmb();	/* the phase before the rest of the entry */
+		c = *e;
+		cq->cons++;
+		if (rnic_ib_cqe(dev, &c, &wc[n]))
+			n++;
+	}
+	if (cq->cons != start)
+		rnic_write(dev->rdev, RNIC_REG_DB_CQ,
+			   RNIC_DB_VALUE(cq->cqn, cq->cons));
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+/*
+ * Arms the device's CQ, then looks once more: an entry written before the
+ * arm raised no interrupt, and IB_CQ_REPORT_MISSED_EVENTS says so.
+ */
+int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
+	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	u32 arm = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+		  RNIC_DB_ARM_SOLICITED : RNIC_DB_ARM_NEXT;
+	unsigned long irqflags;
+	bool missed;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	cq->armed = true;
+	cq->arm_cons = cq->cons;
+	rnic_write(dev->rdev, RNIC_REG_DB_CQ_ARM, cq->cqn | arm);
+	missed = rnic_ib_cq_next(cq);
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return (flags & IB_CQ_REPORT_MISSED_EVENTS) && missed ? 1 : 0;
+}
+
+/* From a CQ vector's interrupt: one call per armed CQ with a new entry. */
+void rnic_ib_cq_vector(struct rnic_ib_dev *dev, unsigned int vector)
+{
+	struct rnic_ib_cq *cq;
+	unsigned long idx;
+	bool fire;
+
+	xa_for_each(&dev->cqs, idx, cq) {
+		if (cq->vector != vector)
+			continue;
+		spin_lock(&cq->lock);
+		/*
+		 * An entry since the arm, still in the ring or already taken
+		 * by a poller that held the lock while the interrupt waited:
+		 * the device has disarmed either way, so the consumer must
+		 * hear of it (verbs allows a spurious event, not a lost one).
+		 */
+		fire = cq->armed && (rnic_ib_cq_next(cq) ||
+				     cq->cons != cq->arm_cons);
+		if (fire)
+			cq->armed = false;
+		spin_unlock(&cq->lock);
+		if (fire && cq->ibcq.comp_handler)
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	}
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# make bench-guest (not in make check nor make e2e: about ten minutes):
+# the device as a guest sees it.  In one run, one pair after the other on
+# the same TCG settings, the same perftest programs with -R and -D (each
+# runs BENCH_DUR seconds, default 10, so that the guest clock's granularity
+# under TCG is not the error bar):
+#   rnic <-> rnic   rdma-rnic-perf.sh (two guests with -device rnic)
+#   siw  <-> siw    siw-siw.sh (Linux's software iWARP over virtio-net)
+#   raw TCP         two host processes on loopback (tests/bench/tcp-pair),
+#                   the limit of any TCP-carried device
+# then one table of the figures and their ratios, with the machine's load
+# at start and end.  TCP_PAIR: the tcp-pair binary (the Makefile builds it).
+# BENCH_PERF: the perftest runs, PROG:SIZE comma-separated.
+. "$(dirname "$0")/lib/e2e.sh"
+
+dur=${BENCH_DUR:-10}
+perf=${BENCH_PERF:-ib_write_bw:65536,ib_write_bw:1048576,ib_read_bw:65536,ib_read_bw:1048576,ib_send_lat:64,ib_write_bw:4096}
+tcp_pair=${TCP_PAIR:?set TCP_PAIR to the tcp-pair binary}
+out=$E2E_OUT/bench-guest
+mkdir -p "$out"
+echo "bench-guest: load at start: $(uptime)"
+
+# Each guest runs setup, the functional checks and then every test for
+# dur seconds plus its connection setup: the usual timeout is too short.
+n=$(tr ',' '\n' <<<"$perf" | wc -l)
+export E2E_TIMEOUT=$((300 + n * (dur + 40)))
+export E2E_PERF=$perf E2E_PERF_DUR=$dur
+
+rc=0
+: >"$out/tcp.txt"
+for t in "bw 65536" "bw 1048576" "bw 4096" "lat 64"; do
+    # shellcheck disable=SC2086
+    "$tcp_pair" $t "$dur" | tee -a "$out/tcp.txt" || rc=1
+done
+E2E_NAME=bench-rnic-rnic bash "$E2E_TOP/tests/e2e/rdma-rnic-perf.sh" || rc=1
+E2E_NAME=bench-siw-siw bash "$E2E_TOP/tests/e2e/siw-siw.sh" || rc=1
+
+echo "bench-guest: perftest -R -D $dur; MB = 2^20 bytes; send-lat is perftest's t_avg (half the round trip)"
+python3 "$E2E_LIB/perf-table.py" "$E2E_LOGS/bench-rnic-rnic-client.log" \
+    "$E2E_LOGS/bench-siw-siw-client.log" "$out/tcp.txt" || rc=1
+echo "bench-guest: load at end: $(uptime)"
+exit "$rc"

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The table of make bench-guest (tests/e2e/bench-guest.sh).
+
+perf-table.py RNIC-LOG SIW-LOG TCP-FILE: the perftest figures that two
+client guests' consoles hold between E2E-PERF-BEGIN TAG and E2E-PERF-END
+(tests/e2e/lib/guest-lib.sh, e2e_perf_all), and the raw TCP figures of
+tests/bench/tcp-pair in TCP-FILE, printed side by side as ratios.
+"""
+import re
+import sys
+
+# (label, perftest tag, column, unit, tcp-pair line "MODE SIZE")
+ROWS = [
+    ("write-bw 64KiB", "ib_write_bw-65536", "BW_average", "MB/s", "bw 65536"),
+    ("write-bw 1MiB", "ib_write_bw-1048576", "BW_average", "MB/s", "bw 1048576"),
+    ("read-bw 64KiB", "ib_read_bw-65536", "BW_average", "MB/s", "bw 65536"),
+    ("read-bw 1MiB", "ib_read_bw-1048576", "BW_average", "MB/s", "bw 1048576"),
+    ("send-lat 64B", "ib_send_lat-64", "t_avg", "us", "lat 64"),
+    ("write-rate 4KiB", "ib_write_bw-4096", "MsgRate", "Mpps", "rate 4096"),
+    ("write-bw 4KiB", "ib_write_bw-4096", "BW_average", "MB/s", "bw 4096"),
+]
+
+# perftest's headers have spaces inside column names.
+HEADER_FIX = [("BW peak[MB/sec]", "BW_peak"), ("BW average[MB/sec]", "BW_average"),
+              ("MsgRate[Mpps]", "MsgRate"), ("99.9% percentile[usec]", "p999"),
+              ("99% percentile[usec]", "p99"), ("tps average", "tps"),
+              ("[usec]", "")]
+
+
+def perf_figures(path):
+    """{tag: {column: value}} from one guest's console log."""
+    out, tag, header = {}, None, None
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.replace("\r", "").strip()
+            m = re.match(r"^E2E-PERF-BEGIN (\S+)", line)
+            if m:
+                tag, header = m.group(1), None
+            elif line.startswith("E2E-PERF-END"):
+                tag = None
+            elif tag and line.startswith("#bytes"):
+                for a, b in HEADER_FIX:
+                    line = line.replace(a, b)
+                header = line.split()
+            elif tag and header and re.match(r"^\d+\s+\d", line):
+                vals = line.split()
+                out[tag] = {h: float(v) for h, v in zip(header, vals)
+                            if re.match(r"^[\d.]+$", v)}
+                header = None
+    return out
+
+
+def tcp_figures(path):
+    """{"MODE SIZE": value} from tcp-pair's lines."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 4 and w[0] == "tcp-pair":
+                out[w[1] + " " + w[2]] = float(w[3])
+                if w[1] == "bw":    # its message rate, in Mpps
+                    out["rate " + w[2]] = float(w[3]) * 2**20 / int(w[2]) / 1e6
+    return out
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    return "%.4g" % v
+
+
+def ratio(a, b):
+    return "%.3g" % (a / b) if a is not None and b else "-"
+
+
+def main():
+    rnic, siw, tcp = perf_figures(sys.argv[1]), perf_figures(sys.argv[2]), \
+        tcp_figures(sys.argv[3])
+    print("bench-guest: %-16s %10s %10s %10s %5s %9s %9s" %
+          ("figure", "rnic", "siw", "raw-TCP", "unit", "rnic/siw", "rnic/TCP"))
+    for label, tag, col, unit, tkey in ROWS:
+        r = rnic.get(tag, {}).get(col)
+        s = siw.get(tag, {}).get(col)
+        t = tcp.get(tkey)
+        print("bench-guest: %-16s %10s %10s %10s %5s %9s %9s" %
+              (label, fmt(r), fmt(s), fmt(t), unit, ratio(r, s), ratio(r, t)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * verbs-abi-check: the parts of librnic whose correctness depends on the
+ * provider agreeing with the guest's libibverbs about struct layouts
+ * (librnic is built in a newer rdma-core's source than the guests run,
+ * tests/e2e/lib/librnic.sh).  Debian's perftest does not use the ibv_wr_*
+ * API on rnic (it enables it only for a few vendors' devices), so nothing
+ * else would notice a QP whose VERBS_QP_EX flag the library cannot see.
+ * Built against the guests' own libibverbs-dev headers and library; runs
+ * in the guest, prints what it found, exits non-zero on the first failure.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+
+static int fail(const char *what)
+{
+	fprintf(stderr, "verbs-abi-check: %s\n", what);
+	return 1;
+}
+
+/* A QP with the ibv_wr_* API must be visible as one to the library. */
+static int check_qp_ex(struct ibv_context *ctx, struct ibv_pd *pd,
+		       struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND |
+				  IBV_QP_EX_WITH_RDMA_WRITE |
+				  IBV_QP_EX_WITH_RDMA_READ,
+	};
+	struct ibv_qp_ex *qpx;
+	struct ibv_qp *qp;
+	int rc = 0;
+
+	qp = ibv_create_qp_ex(ctx, &attr);
+	if (!qp)
+		return fail("ibv_create_qp_ex with send_ops_flags failed");
+	qpx = ibv_qp_to_qp_ex(qp);
+	if (!qpx)
+		rc = fail("ibv_qp_to_qp_ex: NULL (the library does not see VERBS_QP_EX)");
+	else if (!qpx->wr_start || !qpx->wr_send || !qpx->wr_rdma_write ||
+		 !qpx->wr_rdma_read || !qpx->wr_set_sge || !qpx->wr_complete)
+		rc = fail("ibv_qp_ex: an ibv_wr_* function is missing");
+	else
+		printf("verbs-abi-check: qp 0x%x has the ibv_wr_* API\n",
+		       qp->qp_num);
+	if (ibv_destroy_qp(qp))
+		rc = fail("ibv_destroy_qp failed");
+	return rc;
+}
+
+static int check_port(struct ibv_context *ctx)
+{
+	struct ibv_port_attr pa;
+
+	/* Guard bytes after the caller's struct must stay untouched. */
+	struct {
+		struct ibv_port_attr pa;
+		unsigned char guard[16];
+	} s;
+
+	memset(&s, 0xa5, sizeof(s));
+	if (ibv_query_port(ctx, 1, &s.pa))
+		return fail("ibv_query_port failed");
+	for (size_t i = 0; i < sizeof(s.guard); i++)
+		if (s.guard[i] != 0xa5)
+			return fail("ibv_query_port wrote past struct ibv_port_attr");
+	pa = s.pa;
+	if (pa.state != IBV_PORT_ACTIVE)
+		return fail("port 1 is not ACTIVE");
+	printf("verbs-abi-check: port 1 ACTIVE, gid_tbl_len %d\n",
+	       pa.gid_tbl_len);
+	return 0;
+}
+
+int main(void)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	int n, rc;
+
+	list = ibv_get_device_list(&n);
+	if (!list || n < 1)
+		return fail("no RDMA device");
+	ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		return fail("ibv_open_device failed");
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	if (!pd || !cq)
+		return fail("ibv_alloc_pd or ibv_create_cq failed");
+	rc = check_port(ctx) || check_qp_ex(ctx, pd, cq);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	if (!rc)
+		printf("verbs-abi-check: ok\n");
+	return rc;
+}
