@@ -253,6 +253,13 @@ enum rnic_stag_status rnic_mr_deregister(struct rnic_stag_table *t,
 {
     struct rnic_stag_entry *e = mr_get(t, stag);
 
+    /*
+     * Fast registration gives an ALLOC_MR region a new key each time; a
+     * driver whose FAST_REG failed may not know which one it has.
+     */
+    if (!e) {
+        e = rnic_mr_fast_entry(t, stag);
+    }
     if (!e) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }

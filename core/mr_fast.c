@@ -105,9 +105,8 @@ enum rnic_stag_status rnic_mr_alloc_phys(struct rnic_stag_table *t,
     return RNIC_STAG_OK;
 }
 
-/* The ALLOC_MR region @stag's index names, whatever its key. */
-static struct rnic_stag_entry *fast_reg_entry(struct rnic_stag_table *t,
-                                              uint32_t stag)
+struct rnic_stag_entry *rnic_mr_fast_entry(struct rnic_stag_table *t,
+                                           uint32_t stag)
 {
     uint32_t index = rnic_stag_index(stag);
     struct rnic_stag_entry *e;
@@ -158,7 +157,7 @@ static bool fast_reg_attr_ok(const struct rnic_fast_reg_attr *a,
 enum rnic_stag_status rnic_mr_fast_reg(struct rnic_stag_table *t,
                                        const struct rnic_fast_reg_attr *a)
 {
-    struct rnic_stag_entry *e = fast_reg_entry(t, a->stag);
+    struct rnic_stag_entry *e = rnic_mr_fast_entry(t, a->stag);
     struct rnic_page_list *l;
 
     if (!e) {

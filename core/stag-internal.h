@@ -146,4 +146,8 @@ bool rnic_page_list_fits(const struct rnic_stag_table *t, size_t add,
 enum rnic_stag_status rnic_stag_range_check(const struct rnic_stag_entry *e,
                                             uint64_t to, uint64_t len);
 
+/* The ALLOC_MR region @stag's index names, whatever its key (mr_fast.c). */
+struct rnic_stag_entry *rnic_mr_fast_entry(struct rnic_stag_table *t,
+                                           uint32_t stag);
+
 #endif /* RNIC_STAG_INTERNAL_H */

@@ -21,7 +21,8 @@ E2E_DIR := tests/e2e
 # thread stacks when a guest times out.
 # The IOThread paths stay in make check through every qtest.
 E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-siw.sh \
-             rnic-siw-variants.sh:p2p-both rdma-rnic.sh rdma-rnic-fail.sh
+             rnic-siw-variants.sh:p2p-both rdma-rnic.sh rdma-rnic-fail.sh \
+             nvmeof.sh:loop
 
 # Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.
 e2e-prep:

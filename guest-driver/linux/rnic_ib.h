@@ -53,8 +53,12 @@ struct rnic_ib_pd {
 
 struct rnic_ib_mr {
 	struct ib_mr ibmr;
-	u32 stag;
-	struct ib_umem *umem;		/* NULL for the DMA MR */
+	u32 stag;			/* as allocated: DEREG_MR names it */
+	struct ib_umem *umem;		/* user MRs only */
+	/* alloc_mr: the page list FAST_REG reads, filled by map_mr_sg */
+	__le64 *pbl;
+	dma_addr_t pbl_dma;
+	u32 max_pages, npages;
 };
 
 struct rnic_ib_cq {
@@ -149,6 +153,11 @@ struct ib_mr *rnic_ib_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *rnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				  u64 virt, int access, struct ib_udata *udata);
 int rnic_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *rnic_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			       u32 max_num_sg);
+int rnic_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
+		      int sg_nents, unsigned int *sg_offset);
+int rnic_ib_fast_reg_wqe(const struct ib_reg_wr *wr, struct rnic_sq_wqe *w);
 
 int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		      struct ib_udata *udata);

@@ -111,6 +111,8 @@ static enum ib_wc_opcode rnic_ib_wc_opcode(u8 op)
 		return IB_WC_LOCAL_INV;
 	case RNIC_WQE_BIND_MW:
 		return IB_WC_BIND_MW;
+	case RNIC_WQE_FAST_REG:
+		return IB_WC_REG_MR;
 	case RNIC_WQE_RECV:
 		return IB_WC_RECV;
 	default:

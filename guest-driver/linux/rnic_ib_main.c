@@ -68,6 +68,9 @@ static int rnic_ib_query_device(struct ib_device *ibdev,
 	a->max_res_rd_atom = le32_to_cpu(d->max_ird) * a->max_qp;
 	/* RFC 7306 atomics, executed by the responder's device. */
 	a->atomic_cap = IB_ATOMIC_HCA;
+	/* ALLOC_MR and FAST_REG; local_dma_lkey is each PD's physical STag. */
+	a->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS;
+	a->max_fast_reg_page_list_len = le32_to_cpu(d->max_fast_reg_pages);
 	return 0;
 }
 
@@ -145,6 +148,8 @@ static const struct ib_device_ops rnic_ib_ops = {
 	.get_dma_mr		= rnic_ib_get_dma_mr,
 	.reg_user_mr		= rnic_ib_reg_user_mr,
 	.dereg_mr		= rnic_ib_dereg_mr,
+	.alloc_mr		= rnic_ib_alloc_mr,
+	.map_mr_sg		= rnic_ib_map_mr_sg,
 	.create_cq		= rnic_ib_create_cq,
 	.destroy_cq		= rnic_ib_destroy_cq,
 	.poll_cq		= rnic_ib_poll_cq,

@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Protection domains and memory regions.  An MR is the device's REG_MR:
- * a page list of bus addresses, iova = the verbs virtual address, and the
- * STag as both lkey and rkey.  User MRs pin their pages through ib_umem.
- * The DMA MR that kernel users need (get_dma_mr) is an identity mapping
- * of bus addresses 0..max_mr_size in 2 MiB pages: kernel work requests
- * name DMA addresses, which are then their own tagged offsets.
+ * Protection domains and memory regions, the STag being both lkey and
+ * rkey.  A user MR is the device's REG_MR: a page list of bus addresses,
+ * iova = the verbs virtual address, pages pinned through ib_umem.  Kernel
+ * users get the PD's physical STag as their DMA MR (tagged offset = bus
+ * address) and fast-registration MRs (ALLOC_MR, then IB_WR_REG_MR on the
+ * send queue).
  */
 #include <rdma/ib_umem.h>
 #include <rdma/iter.h>
 #include "rnic_ib.h"
-
-#define RNIC_DMA_MR_SHIFT	21
 
 int rnic_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
@@ -83,36 +81,126 @@ static int rnic_ib_reg(struct rnic_ib_dev *dev, struct rnic_ib_pd *pd,
 	return 0;
 }
 
-struct ib_mr *rnic_ib_get_dma_mr(struct ib_pd *ibpd, int access)
+/* ALLOC_MR: @max_pages 0 asks for the PD's physical STag. */
+static int rnic_ib_alloc_stag(struct rnic_ib_dev *dev, struct rnic_ib_pd *pd,
+			      struct rnic_ib_mr *mr, u32 max_pages)
 {
-	struct rnic_ib_dev *dev = to_rdev(ibpd->device);
-	struct device *dma = &dev->rdev->pdev->dev;
-	u64 len = le64_to_cpu(dev->rdev->attr.max_mr_size);
-	u32 npages = DIV_ROUND_UP_ULL(len, 1ull << RNIC_DMA_MR_SHIFT), i;
-	struct rnic_ib_mr *mr;
-	dma_addr_t pbl_dma;
-	__le64 *pbl;
+	struct rnic_cmd_alloc_mr p = { };
+	struct rnic_cmd cmd;
 	int err;
 
+	p.pdn = cpu_to_le32(pd->pdn);
+	p.max_pages = cpu_to_le32(max_pages);
+	p.key = atomic_inc_return(&dev->next_key) & 0xff;
+	p.flags = max_pages ? 0 : RNIC_ALLOC_MR_PHYS;
+	err = rnic_ib_cmd(dev, RNIC_CMD_ALLOC_MR, &p, sizeof(p), &cmd);
+	if (err)
+		return err;
+	mr->stag = le32_to_cpu(((struct rnic_cmd_alloc_mr *)cmd.u.raw)->stag);
+	mr->ibmr.lkey = mr->stag;
+	mr->ibmr.rkey = mr->stag;
+	return 0;
+}
+
+/*
+ * The kernel's DMA MR (ib_alloc_pd's local_dma_lkey): the physical STag,
+ * whose tagged offsets are bus addresses.  The device lets only kernel QPs
+ * use it and never the wire, so a remotely accessible one cannot be had.
+ */
+struct ib_mr *rnic_ib_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct rnic_ib_mr *mr;
+	int err;
+
+	if (access & ~(IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EOPNOTSUPP);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	pbl = dma_alloc_coherent(dma, npages * sizeof(*pbl), &pbl_dma,
-				 GFP_KERNEL);
-	if (!pbl) {
-		kfree(mr);
-		return ERR_PTR(-ENOMEM);
-	}
-	for (i = 0; i < npages; i++)
-		pbl[i] = cpu_to_le64((u64)i << RNIC_DMA_MR_SHIFT);
-	err = rnic_ib_reg(dev, to_rpd(ibpd), mr, pbl, pbl_dma, npages,
-			  RNIC_DMA_MR_SHIFT, 0, len, 0, access);
-	dma_free_coherent(dma, npages * sizeof(*pbl), pbl, pbl_dma);
+	err = rnic_ib_alloc_stag(to_rdev(ibpd->device), to_rpd(ibpd), mr, 0);
 	if (err) {
 		kfree(mr);
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
+}
+
+/*
+ * A fast-registration MR: a device region with a slot for @max_num_sg
+ * pages and a page list of ours that map_mr_sg fills and the device reads
+ * when the IB_WR_REG_MR reaches the head of the send queue.
+ */
+struct ib_mr *rnic_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			       u32 max_num_sg)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibpd->device);
+	struct device *dma = &dev->rdev->pdev->dev;
+	struct rnic_ib_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg ||
+	    max_num_sg > le32_to_cpu(dev->rdev->attr.max_fast_reg_pages))
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->max_pages = max_num_sg;
+	mr->pbl = dma_alloc_coherent(dma, max_num_sg * sizeof(*mr->pbl),
+				     &mr->pbl_dma, GFP_KERNEL);
+	err = mr->pbl ? rnic_ib_alloc_stag(dev, to_rpd(ibpd), mr, max_num_sg) :
+			-ENOMEM;
+	if (err) {
+		if (mr->pbl)
+			dma_free_coherent(dma, max_num_sg * sizeof(*mr->pbl),
+					  mr->pbl, mr->pbl_dma);
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+static int rnic_ib_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct rnic_ib_mr *mr = to_rmr(ibmr);
+
+	if (mr->npages == mr->max_pages)
+		return -ENOMEM;
+	mr->pbl[mr->npages++] = cpu_to_le64(addr);
+	return 0;
+}
+
+int rnic_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
+		      int sg_nents, unsigned int *sg_offset)
+{
+	to_rmr(ibmr)->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, rnic_ib_set_page);
+}
+
+/*
+ * IB_WR_REG_MR as a FAST_REG WQE: the MR as map_mr_sg left it, with the
+ * key and access of the work request (the consumer has already put the
+ * key into the MR's lkey and rkey with ib_update_fast_reg_key()).
+ */
+int rnic_ib_fast_reg_wqe(const struct ib_reg_wr *wr, struct rnic_sq_wqe *w)
+{
+	struct rnic_ib_mr *mr = to_rmr(wr->mr);
+	u64 psz = wr->mr->page_size;
+
+	if (!mr->pbl || !is_power_of_2(psz) || ilog2(psz) < 12 ||
+	    ilog2(psz) > 21)
+		return -EINVAL;
+	w->opcode = RNIC_WQE_FAST_REG;
+	w->fr.pbl_addr = cpu_to_le64(mr->pbl_dma);
+	w->fr.iova = cpu_to_le64(wr->mr->iova);
+	w->fr.length = cpu_to_le64(wr->mr->length);
+	w->fr.npages = cpu_to_le32(mr->npages);
+	w->fr.access = cpu_to_le32(rnic_ib_access(wr->access));
+	w->fr.stag = cpu_to_le32(wr->key);
+	w->fr.first_byte_offset = cpu_to_le32(wr->mr->iova & (psz - 1));
+	w->fr.page_shift = ilog2(psz);
+	return 0;
 }
 
 struct ib_mr *rnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -164,15 +252,20 @@ err_free:
 
 int rnic_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
+	struct rnic_ib_dev *dev = to_rdev(ibmr->device);
 	struct rnic_ib_mr *mr = to_rmr(ibmr);
 	int err;
 
-	err = rnic_ib_cmd_handle(to_rdev(ibmr->device), RNIC_CMD_DEREG_MR,
-				 mr->stag);
+	/* For an alloc_mr region the device takes any key: see spec.md. */
+	err = rnic_ib_cmd_handle(dev, RNIC_CMD_DEREG_MR, mr->stag);
 	/* The device may still reach the pages: keep them pinned. */
 	if (err && err != -ENODEV)
 		return err;
 	ib_umem_release(mr->umem);
+	if (mr->pbl)
+		dma_free_coherent(&dev->rdev->pdev->dev,
+				  mr->max_pages * sizeof(*mr->pbl), mr->pbl,
+				  mr->pbl_dma);
 	kfree(mr);
 	return 0;
 }

@@ -84,6 +84,9 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	p.rq_addr = cpu_to_le64(qp->rq.dma);
 	p.sq_log_size = slog;
 	p.rq_log_size = rlog;
+	/* Fast registration and the physical STag: never for user space. */
+	if (!udata)
+		p.flags = cpu_to_le16(RNIC_QP_FLAG_KERNEL);
 	err = rnic_ib_cmd(dev, RNIC_CMD_CREATE_QP, &p, sizeof(p), &cmd);
 	if (err)
 		goto err_free;
@@ -280,11 +283,21 @@ static int rnic_ib_sq_wqe(struct rnic_ib_qp *qp, const struct ib_send_wr *wr,
 		w->imm_or_stag = cpu_to_le32(wr->ex.invalidate_rkey);
 		break;
 	case IB_WR_RDMA_WRITE:
+		w->opcode = RNIC_WQE_WRITE;
+		break;
 	case IB_WR_RDMA_READ:
-		w->opcode = wr->opcode == IB_WR_RDMA_READ ? RNIC_WQE_READ :
-							    RNIC_WQE_WRITE;
-		w->remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
-		w->remote_stag = cpu_to_le32(rdma_wr(wr)->rkey);
+		w->opcode = RNIC_WQE_READ;
+		break;
+	case IB_WR_RDMA_READ_WITH_INV:
+		/*
+		 * The sink's STag goes, as siw and cxgb4 read it: rdma_rw
+		 * fills ex.invalidate_rkey before it gives the MR its new
+		 * key, so that field names the key of the last registration.
+		 */
+		if (wr->num_sge != 1)
+			return -EINVAL;
+		w->opcode = RNIC_WQE_READ_INV;
+		w->imm_or_stag = cpu_to_le32(wr->sg_list[0].lkey);
 		break;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
@@ -299,8 +312,15 @@ static int rnic_ib_sq_wqe(struct rnic_ib_qp *qp, const struct ib_send_wr *wr,
 		w->opcode = RNIC_WQE_LOCAL_INV;
 		w->imm_or_stag = cpu_to_le32(wr->ex.invalidate_rkey);
 		break;
+	case IB_WR_REG_MR:
+		break;
 	default:
 		return -EINVAL;
+	}
+	if (w->opcode == RNIC_WQE_WRITE || w->opcode == RNIC_WQE_READ ||
+	    w->opcode == RNIC_WQE_READ_INV) {
+		w->remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		w->remote_stag = cpu_to_le32(rdma_wr(wr)->rkey);
 	}
 	if (qp->sig_all || (wr->send_flags & IB_SEND_SIGNALED))
 		w->flags |= RNIC_WQE_FLAG_SIGNALED;
@@ -308,6 +328,8 @@ static int rnic_ib_sq_wqe(struct rnic_ib_qp *qp, const struct ib_send_wr *wr,
 		w->flags |= RNIC_WQE_FLAG_SOLICITED;
 	if (wr->send_flags & IB_SEND_FENCE)
 		w->flags |= RNIC_WQE_FLAG_FENCE;
+	if (wr->opcode == IB_WR_REG_MR)
+		return rnic_ib_fast_reg_wqe(reg_wr(wr), w);
 	if (wr->send_flags & IB_SEND_INLINE)
 		return rnic_ib_inline(qp, wr, w);
 	w->num_sge = wr->num_sge;

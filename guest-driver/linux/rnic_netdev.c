@@ -7,10 +7,8 @@
  * never ARPs: with IFF_NOARP every neighbour is valid at once, which is
  * what rdma_resolve_addr() waits for.
  *
- * The device has no MAC address of its own (ABI 0.1), so the driver makes
- * a stable, locally administered one from the PCI address:
- * 02:72:DOMAIN:BUS:DEVFN:00.  It is unique within a guest, not across
- * guests, which iWARP does not need: the GID never goes on the wire.
+ * Its MAC is the device's (QUERY_DEVICE, property mac): the GID and the
+ * node GUID are made from it.  It never goes on the wire.
  */
 #include <linux/etherdevice.h>
 #include "rnic_ib.h"
@@ -70,12 +68,7 @@ int rnic_netdev_create(struct rnic_ib_dev *dev)
 	nd = alloc_etherdev(0);
 	if (!nd)
 		return -ENOMEM;
-	dev->mac[0] = 0x02;	/* locally administered, unicast */
-	dev->mac[1] = 0x72;	/* 'r' */
-	dev->mac[2] = pci_domain_nr(pdev->bus) & 0xff;
-	dev->mac[3] = pdev->bus->number;
-	dev->mac[4] = pdev->devfn;
-	dev->mac[5] = 0;
+	memcpy(dev->mac, dev->rdev->attr.mac, ETH_ALEN);
 	eth_hw_addr_set(nd, dev->mac);
 	strscpy(nd->name, "rnic%d", sizeof(nd->name));
 	nd->netdev_ops = &rnic_netdev_ops;
@@ -90,8 +83,7 @@ int rnic_netdev_create(struct rnic_ib_dev *dev)
 		return err;
 	}
 	dev->netdev = nd;
-	dev_info(&pdev->dev, "netdev %s, MAC %pM (made from the PCI address: the device has none)\n",
-		 nd->name, dev->mac);
+	dev_info(&pdev->dev, "netdev %s, MAC %pM\n", nd->name, dev->mac);
 	return 0;
 }
 

@@ -10,13 +10,14 @@
  * queues and connections; a vCPU holds it only while it decodes a
  * register write, which records a doorbell and kicks a bottom half.  The
  * IOThread never takes the BQL (see rnic-bus.c: RAM-only DMA, MSI-X sent
- * by the main loop), so the main thread may wait for it while holding the
- * BQL: reset and unplug run in the IOThread through aio_wait_bh_oneshot(),
- * between two of its callbacks, never under one.
+ * by the main loop), so a thread holding the BQL may wait for it: reset
+ * and unplug run in the IOThread as a bottom half, between two of its
+ * callbacks, never under one, while the caller waits on an event.
  */
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "qemu/thread.h"
 #include "block/aio-wait.h"
 #include "rnic.h"
 
@@ -56,6 +57,7 @@ QEMUBH *rnic_bh_new(RnicState *s, QEMUBHFunc *cb, void *opaque)
 typedef struct RnicOnCtx {
     RnicState *s;
     void (*fn)(RnicState *s);
+    QemuEvent done;
 } RnicOnCtx;
 
 static void rnic_on_ctx_bh(void *opaque)
@@ -67,11 +69,17 @@ static void rnic_on_ctx_bh(void *opaque)
     o->fn(o->s);
     o->s->running_deferred = false;
     rnic_leave(o->s);
+    qemu_event_set(&o->done);
 }
 
 /*
  * @fn (reset, teardown) on the device's context, waiting until it is done.
- * Main thread (or a vCPU) with the BQL, outside any device callback.
+ * Main thread or a vCPU, with the BQL, outside any device callback.
+ *
+ * Not aio_wait_bh_oneshot(): it polls the main AioContext while it waits,
+ * which its contract allows the main loop thread only; from a vCPU that
+ * poll runs next to the main loop's own.  Guests froze now and then in
+ * reset, hot removal and rmmod with it (rnic-rnic-iothread.sh).
  */
 void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s))
 {
@@ -81,5 +89,9 @@ void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s))
         fn(s);
         return;
     }
-    aio_wait_bh_oneshot(s->ctx, rnic_on_ctx_bh, &o);
+    assert(!in_aio_context_home_thread(s->ctx));
+    qemu_event_init(&o.done, false);
+    aio_bh_schedule_oneshot(s->ctx, rnic_on_ctx_bh, &o);
+    qemu_event_wait(&o.done);
+    qemu_event_destroy(&o.done);
 }

@@ -553,6 +553,10 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
         rnic_conn_abort(qp->conn);
         return RNIC_CMD_OK;
     }
+    if (p->state == RNIC_QPS_ERROR && qp->core->state == RNIC_QP_ERROR) {
+        /* As in the verbs: ib_drain_qp() asks again after a close. */
+        return RNIC_CMD_OK;
+    }
     ret = rnic_qp_modify(qp->core, (enum rnic_qp_state)p->state);
     if (ret == -EINVAL || ret == -EBUSY) {
         return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_STATE,

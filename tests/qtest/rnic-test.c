@@ -401,11 +401,16 @@ static void test_cq_qp_lifecycle(void)
     dc.cqn = cpu_to_le32(cqn);
     g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc)),
                     ==, RNIC_CMD_ERR_BUSY);
-    /* IDLE -> RTS is not the driver's to ask; IDLE -> ERROR -> IDLE is. */
+    /*
+     * IDLE -> RTS is not the driver's to ask; IDLE -> ERROR -> IDLE is,
+     * and ERROR again in ERROR does nothing, as in the verbs.
+     */
     rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_RTS, RNIC_CMD_ERR_PARAM);
+    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_IDLE, RNIC_CMD_ERR_STATE);
     rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     g_assert_cmpuint(rnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_ERR_STATE);
+    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    g_assert_cmpuint(rnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
     rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_IDLE, RNIC_CMD_OK);
 
     /* A destroyed QP's number stays in timewait: the next QP gets another. */

@@ -99,11 +99,13 @@ e2e_siw_up() {
 }
 
 # rnic guests on the RDMA stack: rnic.ko, rdma_cm and uverbs, the port's
-# netdev up with ADDR/24; the port must come up ACTIVE.
+# netdev up with ADDR[/LEN] (default /24); the port must come up ACTIVE.
 e2e_rnic_up() {
+    local a=$1
+    case $a in */*) ;; *) a=$a/24 ;; esac
     modprobe rnic && modprobe rdma_ucm && modprobe ib_uverbs ||
         { e2e_fail modules "modprobe failed"; return 1; }
-    ip link set rnic0 up && ip addr add "$1/24" dev rnic0
+    ip link set rnic0 up && ip addr add "$a" dev rnic0
     rdma link show
     e2e_check rdma-link-active sh -c 'rdma link show rnic0/1 | grep -q "state ACTIVE .*netdev rnic0"'
 }
@@ -261,4 +263,76 @@ e2e_perf_stop() {
             e2e_fail "$tag-server" "no run of $prog on port $p ended well"
         fi
     done
+}
+
+# NVMe over Fabrics on RDMA, as blktests runs it over siw.  The target: a
+# 64 MiB RAM disk (brd) as namespace 1 of subsystem E2E_NQN on an rdma
+# port, configured through configfs (bookworm has no nvmetcli).  The host:
+# nvme-cli's "nvme connect -t rdma".
+E2E_NQN=nqn.2026-12.org.rnic:e2e
+
+e2e_nvmet_config() {    # ADDR PORT
+    local c=/sys/kernel/config/nvmet s
+    modprobe brd rd_nr=1 rd_size=65536 && modprobe nvmet-rdma || return 1
+    grep -q ' /sys/kernel/config ' /proc/mounts ||
+        mount -t configfs none /sys/kernel/config || return 1
+    s=$c/subsystems/$E2E_NQN
+    mkdir "$s" && echo 1 >"$s/attr_allow_any_host" &&
+        mkdir "$s/namespaces/1" &&
+        echo /dev/ram0 >"$s/namespaces/1/device_path" &&
+        echo 1 >"$s/namespaces/1/enable" &&
+        mkdir "$c/ports/1" && echo rdma >"$c/ports/1/addr_trtype" &&
+        echo ipv4 >"$c/ports/1/addr_adrfam" &&
+        echo "$1" >"$c/ports/1/addr_traddr" &&
+        echo "$2" >"$c/ports/1/addr_trsvcid" &&
+        ln -s "$s" "$c/ports/1/subsystems/$E2E_NQN"
+}
+
+# The port goes first: its listener, and with it every host's queue.
+e2e_nvmet_teardown() {
+    local c=/sys/kernel/config/nvmet s=/sys/kernel/config/nvmet/subsystems/$E2E_NQN
+    rm "$c/ports/1/subsystems/$E2E_NQN" && rmdir "$c/ports/1" &&
+        echo 0 >"$s/namespaces/1/enable" && rmdir "$s/namespaces/1" &&
+        rmdir "$s"
+}
+
+# e2e_nvme_connect ADDR PORT [OPTION...]: until the namespace is there.
+e2e_nvme_connect() {
+    local addr=$1 port=$2 i
+    shift 2
+    modprobe nvme-rdma || return 1
+    nvme connect -t rdma -a "$addr" -s "$port" -n "$E2E_NQN" \
+        --hostnqn="nqn.2014-08.org.nvmexpress:uuid:$(cat /proc/sys/kernel/random/uuid)" \
+        "$@" || return 1
+    for i in $(seq 100); do
+        [ -b /dev/nvme0n1 ] && return 0
+        sleep 0.2
+    done
+    echo "no /dev/nvme0n1"
+    return 1
+}
+
+# e2e_nvme_io MIB: MIB MiB of random data written with direct I/O, read
+# back the same way and compared.
+e2e_nvme_io() {
+    dd if=/dev/urandom of=/tmp/pattern bs=1M count="$1" 2>/dev/null &&
+        dd if=/tmp/pattern of=/dev/nvme0n1 bs=1M oflag=direct &&
+        dd if=/dev/nvme0n1 of=/tmp/back bs=1M count="$1" iflag=direct &&
+        cmp /tmp/pattern /tmp/back
+}
+
+# e2e_nvme_read_rate MIB N: N sequential direct-I/O reads of the first MIB
+# MiB in 1 MiB requests, their rate in MB/s by the guest's clock
+# (/proc/uptime, 10 ms steps) on an "E2E-FIGURE nvme-read" line.
+e2e_nvme_read_rate() {
+    local t0 t1 i rc=0
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    for i in $(seq "$2"); do
+        dd if=/dev/nvme0n1 of=/dev/null bs=1M count="$1" iflag=direct \
+            2>/dev/null || rc=1
+    done
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    echo "E2E-FIGURE nvme-read $(awk -v m="$(($1 * $2))" -v a="$t0" -v b="$t1" \
+        'BEGIN { printf "%.0f MB/s (%d MiB in %.2f s)", m * 1.048576 / (b - a), m, b - a }')"
+    return $rc
 }

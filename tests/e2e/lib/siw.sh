@@ -19,14 +19,26 @@ e2e_siw_build() {
     [ -f "$E2E_SIW_KO" ] || e2e_die "siw.ko did not build in $dir"
 }
 
+# The guest initramfs helpers' arguments as e2e_initramfs options, into
+# the caller's args: a path of the Debian root becomes -f PATH, an option
+# (-m MODULE, ...) is passed on as it is.
+e2e_initramfs_args() {
+    while [ $# -gt 0 ]; do
+        case $1 in
+        -?) args+=("$1" "$2"); shift 2 ;;
+        *) args+=(-f "$1"); shift ;;
+        esac
+    done
+}
+
 # A siw guest's initramfs: virtio-net, siw.ko, rdma_ucm, rdma-core's rping
-# and the siw provider, and more programs of the Debian root if named; the
+# and the siw provider, and what e2e_initramfs_args makes of the rest; the
 # test on standard input.  Its /init can call e2e_siw_up ADDR
 # (guest-lib.sh) to bring eth0 and siw0 up.
 e2e_siw_initramfs() {
-    local out=$1 p args=()
+    local out=$1 args=()
     shift
-    for p in "$@"; do args+=(-f "$p"); done
+    e2e_initramfs_args "$@"
     e2e_initramfs "$out" -m virtio_pci -m virtio_net -m rdma_ucm \
         -k "$E2E_SIW_KO" -f /usr/bin/rping -f /usr/bin/rdma \
         -f /etc/libibverbs.d/siw.driver \
@@ -36,19 +48,19 @@ e2e_siw_initramfs() {
 
 # An rnic guest running rdma-core's own tools: rnic.ko with the RDMA
 # stack's modules, librnic and its .driver file, and the programs named
-# (paths in the Debian root), each with its libraries.  Needs
+# (e2e_initramfs_args), each with its libraries.  Needs
 # e2e_librnic_build first.
 e2e_rnic_verbs_initramfs() {
-    local out=$1 p args=()
+    local out=$1 args=()
     shift
-    for p in "$@"; do args+=(-f "$p"); done
+    e2e_initramfs_args "$@"
     e2e_initramfs "$out" -k "$E2E_RNIC_KO" -m rdma_ucm -m ib_uverbs \
         -m iw_cm -f /usr/bin/rdma \
         -a "$E2E_LIBRNIC=/usr/lib/$E2E_MULTIARCH/libibverbs/librnic-rdmav34.so" \
         -a "$E2E_TOP/guest-driver/librnic/rnic.driver=/etc/libibverbs.d/rnic.driver" \
         -a "$E2E_VERBS_BIN/verbs-abi-check=/usr/bin/verbs-abi-check" \
         -a "$E2E_VERBS_BIN/verbs-wr-check=/usr/bin/verbs-wr-check" \
-        "${args[@]}"
+        ${args[@]+"${args[@]}"}
 }
 
 # Two rnic guests' addresses and device: net.1 and net.2, guest addresses
