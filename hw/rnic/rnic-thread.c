@@ -77,9 +77,12 @@ static void rnic_on_ctx_bh(void *opaque)
  * Main thread or a vCPU, with the BQL, outside any device callback.
  *
  * Not aio_wait_bh_oneshot(): it polls the main AioContext while it waits,
- * which its contract allows the main loop thread only; from a vCPU that
- * poll runs next to the main loop's own.  Guests froze now and then in
- * reset, hot removal and rmmod with it (rnic-rnic-iothread.sh).
+ * which its contract allows the main loop thread only.  From a vCPU that
+ * poll ran beside the main loop's own, their unlocked updates of the
+ * context's notify_me could lose one, and the main loop then slept
+ * through the bottom half that sends MSI-X: a guest waiting for a command
+ * completion froze (driver-probe.sh's 300 load/unload cycles did, 3 runs
+ * of 3; rnic-rnic-iothread.sh now and then).
  */
 void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s))
 {
