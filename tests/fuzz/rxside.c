@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <endian.h>
 #include <string.h>
 #include <check.h>
 #include "rxside.h"
@@ -9,6 +10,7 @@
 #define RXS_SINK_OFF    0x80000u    /* our Read's sink */
 #define RXS_ATOM_OFF    0x81000u    /* our Atomic's result */
 #define RXS_SEND_OFF    0x82000u    /* our Send's payload */
+#define RXS_PBL_OFF     0x84000u    /* the page list of rxs_event()'s FAST_REG */
 #define RXS_READ_LEN    3000u
 #define RXS_SEND_LEN    300u
 #define RXS_MAX_PAGES   4
@@ -68,6 +70,13 @@ static const struct rxs_region_spec {
                        .policy = RNIC_STAG_PERSISTENT, .npages = 3,
                        .pages = { 0xb4000, 0xb0000, 0xb2000 },
                        .fbo = 0x40, .to = 0x600000000040ull },
+    [RXS_FAST] = { .len = 3 * EPF_PAGE - 0x80 - 33,
+                   .access = RNIC_ACCESS_REMOTE_READ |
+                             RNIC_ACCESS_REMOTE_WRITE |
+                             RNIC_ACCESS_LOCAL_WRITE,
+                   .policy = RNIC_STAG_PERSISTENT, .remote_inv = true,
+                   .npages = 3, .pages = { 0xc2000, 0xc0000, 0xc5000 },
+                   .fbo = 0x80, .to = 0x800000000080ull },
 };
 
 /* Windows over RXS_WIN_HOST: offset into it, length, rights. */
@@ -174,6 +183,45 @@ static enum rnic_stag_status rxs_register(struct rxs *r, enum rxs_region i,
                : rnic_mr_register(r->s.stags, &a, stag);
 }
 
+/* RXS_FAST's registration as FAST_REG makes it (@pages: room for it). */
+static struct rnic_fast_reg_attr rxs_fast_attr(const struct rxs *r,
+                                               uint32_t stag, uint64_t *pages)
+{
+    const struct rxs_region_spec *g = &regions[RXS_FAST];
+
+    for (uint32_t k = 0; k < g->npages; k++) {
+        pages[k] = epf_addr(g->pages[k]);
+    }
+    return (struct rnic_fast_reg_attr) {
+        .stag = stag, .pd = r->s.pd, .access = g->access, .pages = pages,
+        .npages = g->npages, .page_shift = 12, .first_byte_offset = g->fbo,
+        .length = g->len, .base_to = g->to,
+    };
+}
+
+/* ALLOC_MR, then the first fast registration, done directly. */
+static enum rnic_stag_status rxs_fast_alloc(struct rxs *r, uint8_t key,
+                                            uint32_t *stag)
+{
+    uint64_t pages[RXS_MAX_PAGES];
+    struct rnic_fast_reg_attr a;
+    enum rnic_stag_status st;
+
+    st = rnic_mr_alloc(r->s.stags, r->s.pd, RXS_MAX_PAGES, key, stag);
+    if (st != RNIC_STAG_OK) {
+        return st;
+    }
+    a = rxs_fast_attr(r, *stag, pages);
+    /* rxs_event()'s FAST_REGs read this copy: written now, before the
+     * harness takes its picture of guest memory. */
+    for (uint32_t k = 0; k < a.npages; k++) {
+        uint64_t le = htole64(pages[k]);
+
+        memcpy(epf_ptr(&r->s, RXS_PBL_OFF + 8u * k), &le, sizeof(le));
+    }
+    return rnic_mr_fast_reg(r->s.stags, &a);
+}
+
 static void rxs_region(struct rxs *r, enum rxs_region i)
 {
     const struct rxs_region_spec *g = &regions[i];
@@ -181,7 +229,8 @@ static void rxs_region(struct rxs *r, enum rxs_region i)
     uint8_t key = 0x5a;
 
     do {
-        st = rxs_register(r, i, key++, 0, &r->stag[i]);
+        st = i == RXS_FAST ? rxs_fast_alloc(r, key++, &r->stag[i])
+                           : rxs_register(r, i, key++, 0, &r->stag[i]);
     } while (st == RNIC_STAG_ERR_KEY_REUSED);
     ck_assert_int_eq(st, RNIC_STAG_OK);
     if (g->npages) {
@@ -279,6 +328,7 @@ void rxs_setup(struct rxs *r, uint8_t cfg, uint8_t cfg2, bool peer)
         .mulpdu = cfg & RXS_CFG_SMALL_MULPDU ? RNIC_EP_MULPDU_MIN : 0,
     };
     epf_init(&r->s, &r->p, peer ? 10 : 20);
+    r->s.qp->attr.privileged = true;    /* a kernel QP: FAST_REG allowed */
     r->s.mem.map_limit = cfg2 & RXS_CFG2_SHORT_MAPS ? 512 : 0;
     for (int i = 0; i < RXS_NREGIONS; i++) {
         rxs_region(r, i);
@@ -328,7 +378,10 @@ static void rxs_kill_if(struct rxs *r, uint32_t stag, enum rnic_stag_status st)
     }
 }
 
-/* A LOCAL_INV or BIND_MW WR; refused or flushed as the QP's state says. */
+/*
+ * A LOCAL_INV, BIND_MW or FAST_REG WR; refused or flushed as the QP's
+ * state says.  Its success ends @ends (0: nothing).
+ */
 static void rxs_post_local(struct rxs *r, struct rnic_send_wr *wr,
                            uint32_t ends)
 {
@@ -382,6 +435,32 @@ static void rxs_rebind_window(struct rxs *r, enum rxs_window i)
     rxs_allow_to(r, RXS_WIN_HOST, to, w->len, r->mw[i], w->access);
 }
 
+/*
+ * FAST_REG of RXS_FAST with the next key, from the page list set-up left
+ * in guest memory (read when the WR runs).  It fails, and the QP with it, unless an event
+ * before invalidated the region; the new STag is valid once the WR ran,
+ * so its ranges can be allowed now.
+ */
+static void rxs_fast_reg(struct rxs *r)
+{
+    const struct rxs_region_spec *g = &regions[RXS_FAST];
+    uint32_t stag = rnic_stag_next_key(r->stag[RXS_FAST]);
+    uint64_t off = RXS_PBL_OFF, pages[RXS_MAX_PAGES];
+    struct rnic_fast_reg_attr a = rxs_fast_attr(r, stag, pages);
+    struct rnic_send_wr wr = { .opcode = RNIC_WR_FAST_REG };
+
+    wr.fast_reg = (struct rnic_fast_reg_params) {
+        .pbl_addr = epf_addr(off), .iova = a.base_to, .length = a.length,
+        .npages = a.npages, .access = a.access, .stag = stag,
+        .first_byte_offset = a.first_byte_offset, .page_shift = 12,
+    };
+    rxs_add(r->rd_ok, &r->nrd_ok, epf_addr(off), a.npages * 8u, 0,
+            RXS_EV_SQ_ID + r->nevents);
+    rxs_post_local(r, &wr, 0);
+    r->stag[RXS_FAST] = stag;
+    rxs_allow_to(r, RXS_FAST, g->to, g->len, stag, g->access);
+}
+
 static void rxs_rebind(struct rxs *r, unsigned target)
 {
     uint32_t stag;
@@ -433,6 +512,9 @@ void rxs_event(struct rxs *r, uint8_t what)
     case RXS_EV_REBIND:
         rxs_rebind(r, target);
         break;
+    case RXS_EV_FAST_REG:
+        rxs_fast_reg(r);
+        break;
     default:
         rxs_link_recv(r, stag);
         break;
@@ -448,7 +530,8 @@ void rxs_wr_done(struct rxs *r, uint64_t wr_id, bool success)
         }
     }
     if (success && wr_id >= RXS_EV_SQ_ID &&
-        wr_id < RXS_EV_SQ_ID + r->nevents) {
+        wr_id < RXS_EV_SQ_ID + r->nevents &&
+        r->ev_stag[wr_id - RXS_EV_SQ_ID]) {
         rxs_kill(r, r->ev_stag[wr_id - RXS_EV_SQ_ID]);
     }
 }

@@ -13,7 +13,8 @@
  * receiver write or read, through which STag and until which completion:
  * everything else must stay untouched.  rxs_event() changes the STags
  * between chunks of input as the consumer would (invalidate, deregister,
- * unbind, re-bind, a receive linked to an STag) and keeps those ranges
+ * unbind, re-bind, a receive linked to an STag, fast registration of an
+ * ALLOC_MR region, on a privileged QP) and keeps those ranges
  * up to date: a range closes when the consumer's change succeeded, by
  * its own account, whatever the STag table says.
  */
@@ -54,6 +55,7 @@ enum rxs_region {
     RXS_ATOMIC,
     RXS_PAGES,                      /* page list: remote read and write */
     RXS_WIN_HOST,                   /* page list: no remote rights, MWs */
+    RXS_FAST,                       /* ALLOC_MR, fast-registered (0.2) */
     RXS_NREGIONS,
 };
 
@@ -70,6 +72,7 @@ enum rxs_event_kind {
     RXS_EV_DESTROY,                 /* DEREG_MR or DEALLOC_MW */
     RXS_EV_REBIND,                  /* re-register, re-bind (a BIND_MW WR) */
     RXS_EV_LINK_RECV,               /* a new receive linked to the STag */
+    RXS_EV_FAST_REG,                /* a FAST_REG WR of RXS_FAST, next key */
     RXS_EV_KINDS,
 };
 /* Targets (high 5 bits, modulo): regions, windows, then the local key. */
@@ -80,7 +83,7 @@ enum rxs_event_kind {
 #define RXS_EV_RECV_ID  110         /* receives rxs_event() posts */
 #define RXS_SQ_ID       200         /* our Read, Atomic and Send */
 #define RXS_SQ_NWORK    3
-#define RXS_EV_SQ_ID    300         /* LOCAL_INV and BIND_MW WRs */
+#define RXS_EV_SQ_ID    300         /* LOCAL_INV, BIND_MW, FAST_REG WRs */
 #define RXS_MAX_EVENTS  8
 #define RXS_MAX_RANGES  96
 

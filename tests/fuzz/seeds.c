@@ -246,7 +246,7 @@ static struct rnic_send_wr synth_window(struct rxs *peer, uint64_t id,
                     rxs_window_to(target) + off);
 }
 
-#define SYNTH_NWR   16
+#define SYNTH_NWR   17
 
 /* Every operation, on every kind of region and window. */
 static void synth_wrs(struct rxs *peer, const struct rxs *rx,
@@ -276,6 +276,8 @@ static void synth_wrs(struct rxs *peer, const struct rxs *rx,
     wr[14] = synth_window(peer, 15, RNIC_WR_ATOMIC_CMP_SWAP, 8, RXS_MW2, 8);
     wr[15] = synth_window(peer, 16, RNIC_WR_SEND_INV, 64, RXS_MW2, 0);
     wr[15].invalidate_stag = rx->mw[RXS_MW2];
+    /* across the pages of a fast-registered region */
+    wr[16] = synth_region(peer, 17, RNIC_WR_WRITE, 6000, RXS_FAST, 200);
 }
 
 /*
@@ -297,6 +299,11 @@ static const struct synth_variant {
         { 3, RXS_EV_DESTROY | RXS_READ_WRITE << 3 },
         { 5, RXS_EV_REBIND | (RXS_NREGIONS + RXS_MW1) << 3 },
         { 7, RXS_EV_REBIND | RXS_PAGES << 3 } } },
+    { "fastreg", 0, 0, {
+        { 1, RXS_EV_LOCAL_INV | RXS_FAST << 3 },
+        { 2, RXS_EV_FAST_REG | RXS_FAST << 3 },
+        { 5, RXS_EV_INVALIDATE | RXS_FAST << 3 },
+        { 6, RXS_EV_FAST_REG | RXS_FAST << 3 } } },
     { "lkey", RXS_CFG2_STALL, 0, {
         { 0, RXS_EV_LOCAL_INV | RXS_ONE_SHOT << 3 },
         { 9, RXS_EV_INVALIDATE | (RXS_EV_TARGETS - 1) << 3 },
