@@ -89,7 +89,7 @@ guest() {
 }
 
 run_mode() {
-    local m=$1 rc=0 p tgt host fwd sock
+    local m=$1 rc=0 p tgt host fwd sock fig
     local nic=virtio-net-pci,netdev=n0,romfile=
     p=$(e2e_free_ports 2)
     tgt=nvmeof-$m-target host=nvmeof-$m-host
@@ -146,8 +146,8 @@ run_mode() {
     else
         host=$E2E_LOGS/nvmeof-$m.log
     fi
-    echo "mode $m: nvme-read $(tr -d '\r' <"$host" |
-        sed -n 's/^E2E-FIGURE nvme-read //p')"
+    fig=$(tr -d '\r' <"$host" | sed -n 's/^E2E-FIGURE nvme-read //p')
+    echo "mode $m: $([ $rc -eq 0 ] && echo PASS || echo FAIL)${fig:+, nvme-read $fig}"
     return $rc
 }
 
