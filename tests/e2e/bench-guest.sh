@@ -11,7 +11,10 @@
 #   raw TCP         two host processes on loopback (tests/bench/tcp-pair),
 #                   the limit of any TCP-carried device
 # then one table of the figures and their ratios, with the machine's load
-# at start and end.  TCP_PAIR: the tcp-pair binary (the Makefile builds it).
+# at start and end.  Host CPU per byte: the user and system time of each
+# pair's whole scenario (its QEMU processes, boots and functional checks
+# included, so rnic's is counted high) over the bytes its bandwidth tests
+# moved (BW average x BENCH_DUR).  TCP_PAIR: the tcp-pair binary (the Makefile builds it).
 # BENCH_PERF: the perftest runs, PROG:SIZE comma-separated.
 . "$(dirname "$0")/lib/e2e.sh"
 
@@ -34,11 +37,15 @@ for t in "bw 65536" "bw 1048576" "bw 4096" "lat 64"; do
     # shellcheck disable=SC2086
     "$tcp_pair" $t "$dur" | tee -a "$out/tcp.txt" || rc=1
 done
-E2E_NAME=bench-rnic-rnic bash "$E2E_TOP/tests/e2e/rdma-rnic-perf.sh" || rc=1
-E2E_NAME=bench-siw-siw bash "$E2E_TOP/tests/e2e/siw-siw.sh" || rc=1
+e2e_apt_need time
+/usr/bin/time -f '%U %S' -o "$out/cpu-rnic.txt" env E2E_NAME=bench-rnic-rnic \
+    bash "$E2E_TOP/tests/e2e/rdma-rnic-perf.sh" || rc=1
+/usr/bin/time -f '%U %S' -o "$out/cpu-siw.txt" env E2E_NAME=bench-siw-siw \
+    bash "$E2E_TOP/tests/e2e/siw-siw.sh" || rc=1
 
 echo "bench-guest: perftest -R -D $dur; MB = 2^20 bytes; send-lat is perftest's t_avg (half the round trip)"
 python3 "$E2E_LIB/perf-table.py" "$E2E_LOGS/bench-rnic-rnic-client.log" \
-    "$E2E_LOGS/bench-siw-siw-client.log" "$out/tcp.txt" || rc=1
+    "$E2E_LOGS/bench-siw-siw-client.log" "$out/tcp.txt" \
+    "$out/cpu-rnic.txt" "$out/cpu-siw.txt" "$dur" || rc=1
 echo "bench-guest: load at end: $(uptime)"
 exit "$rc"

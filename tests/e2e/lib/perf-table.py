@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The table of make bench-guest (tests/e2e/bench-guest.sh).
 
-perf-table.py RNIC-LOG SIW-LOG TCP-FILE: the perftest figures that two
-client guests' consoles hold between E2E-PERF-BEGIN TAG and E2E-PERF-END
-(tests/e2e/lib/guest-lib.sh, e2e_perf_all), and the raw TCP figures of
-tests/bench/tcp-pair in TCP-FILE, printed side by side as ratios.
+perf-table.py RNIC-LOG SIW-LOG TCP-FILE [RNIC-CPU SIW-CPU DUR]: the
+perftest figures that two client guests' consoles hold between
+E2E-PERF-BEGIN TAG and E2E-PERF-END (tests/e2e/lib/guest-lib.sh,
+e2e_perf_all), and the raw TCP figures of tests/bench/tcp-pair in
+TCP-FILE, printed side by side as ratios.  With the CPU files ("USER SYS"
+seconds of each pair's scenario) and the tests' duration: host CPU
+seconds per GiB the bandwidth tests moved.
 """
 import re
 import sys
@@ -64,6 +67,15 @@ def tcp_figures(path):
     return out
 
 
+def cpu_per_gib(figs, cpu_path, dur):
+    """Host CPU seconds per GiB: all of a scenario's CPU time over the
+    bytes its bandwidth tests moved (BW average, MB/s, for dur seconds)."""
+    with open(cpu_path) as f:
+        user, sys_ = (float(x) for x in f.read().split()[-2:])
+    mib = sum(v.get("BW_average", 0) for v in figs.values()) * dur
+    return (user + sys_) / (mib / 1024) if mib else None
+
+
 def fmt(v):
     if v is None:
         return "-"
@@ -85,6 +97,12 @@ def main():
         t = tcp.get(tkey)
         print("bench-guest: %-16s %10s %10s %10s %5s %9s %9s" %
               (label, fmt(r), fmt(s), fmt(t), unit, ratio(r, s), ratio(r, t)))
+    if len(sys.argv) > 6:
+        dur = float(sys.argv[6])
+        r = cpu_per_gib(rnic, sys.argv[4], dur)
+        s = cpu_per_gib(siw, sys.argv[5], dur)
+        print("bench-guest: %-16s %10s %10s %10s %5s %9s %9s" %
+              ("host-cpu/GiB", fmt(r), fmt(s), "-", "s", ratio(r, s), "-"))
 
 
 if __name__ == "__main__":
