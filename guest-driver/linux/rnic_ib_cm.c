@@ -370,6 +370,33 @@ static void rnic_ib_listen_addrs(struct rnic_ib_dev *dev,
 	rcu_read_unlock();
 }
 
+/*
+ * Whether another listen already holds this IPv4 address and port.  An
+ * IPv6 wildcard covers the IPv4 addresses too (the device speaks IPv4
+ * only), and rdma_cm lets nfsd listen on both wildcards of one port
+ * ("rdma" and "rdma6"): the second leaves what the first has to it.
+ */
+static bool rnic_ib_listened(struct rnic_ib_dev *dev,
+			     const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *a = (const struct sockaddr_in *)ss, *b;
+	struct rnic_ib_lep *lep;
+	int i;
+
+	if (a->sin_family != AF_INET)
+		return false;
+	list_for_each_entry(lep, &dev->leps, node) {
+		for (i = 0; i < lep->n; i++) {
+			b = (const struct sockaddr_in *)&lep->local[i];
+			if (b->sin_family == AF_INET &&
+			    b->sin_addr.s_addr == a->sin_addr.s_addr &&
+			    b->sin_port == a->sin_port)
+				return true;
+		}
+	}
+	return false;
+}
+
 static void rnic_ib_unlisten(struct rnic_ib_dev *dev, struct rnic_ib_lep *lep,
 			     int n)
 {
@@ -393,6 +420,14 @@ int rnic_ib_create_listen(struct iw_cm_id *cm_id, int backlog)
 	lep->cm_id = cm_id;
 	rnic_ib_listen_addrs(dev, lep, &cm_id->m_local_addr);
 	mutex_lock(&dev->cm_lock);
+	if (cm_id->m_local_addr.ss_family == AF_INET6) {
+		int n = 0;
+
+		for (i = 0; i < lep->n; i++)
+			if (!rnic_ib_listened(dev, &lep->local[i]))
+				lep->local[n++] = lep->local[i];
+		lep->n = n;
+	}
 	for (i = 0; i < lep->n && !err; i++) {
 		memset(&p, 0, sizeof(p));
 		err = rnic_ib_sa_to(&p.local, &lep->local[i]);
