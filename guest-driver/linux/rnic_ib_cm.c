@@ -336,16 +336,39 @@ static bool rnic_ib_wildcard(const struct sockaddr_storage *ss)
 	       ipv6_addr_any(&((const struct sockaddr_in6 *)ss)->sin6_addr);
 }
 
+/* Whether another listen already holds this IPv4 address and port. */
+static bool rnic_ib_listened(struct rnic_ib_dev *dev, __be32 addr,
+			     __be16 port)
+{
+	const struct sockaddr_in *in;
+	struct rnic_ib_lep *lep;
+	int i;
+
+	list_for_each_entry(lep, &dev->leps, node) {
+		for (i = 0; i < lep->n; i++) {
+			in = (const struct sockaddr_in *)&lep->local[i];
+			if (in->sin_family == AF_INET &&
+			    in->sin_addr.s_addr == addr && in->sin_port == port)
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
  * The addresses a listen covers: the one given, or for a wildcard every
  * IPv4 address of the port's netdev (as siw confines a wildcard listen to
- * its netdev).  None is fine: rdma_cm listens on every device.
+ * its netdev).  An IPv6 wildcard takes them too, as a dual-stack socket
+ * would, but not those another listen holds on its port: rdma_cm lets
+ * nfsd listen on both wildcards of one port ("rdma" and "rdma6").  None
+ * is fine: rdma_cm listens on every device.  Under cm_lock.
  */
 static void rnic_ib_listen_addrs(struct rnic_ib_dev *dev,
 				 struct rnic_ib_lep *lep,
 				 const struct sockaddr_storage *ss)
 {
 	__be16 port = ((const struct sockaddr_in *)ss)->sin_port;
+	bool v6 = ss->ss_family == AF_INET6;
 	const struct in_ifaddr *ifa;
 	struct in_device *in_dev;
 	struct sockaddr_in *in;
@@ -360,6 +383,8 @@ static void rnic_ib_listen_addrs(struct rnic_ib_dev *dev,
 		in_dev_for_each_ifa_rcu(ifa, in_dev) {
 			if (lep->n == RNIC_IB_LEP_MAX)
 				break;
+			if (v6 && rnic_ib_listened(dev, ifa->ifa_local, port))
+				continue;
 			in = (struct sockaddr_in *)&lep->local[lep->n++];
 			memset(in, 0, sizeof(lep->local[0]));
 			in->sin_family = AF_INET;
@@ -368,33 +393,6 @@ static void rnic_ib_listen_addrs(struct rnic_ib_dev *dev,
 		}
 	}
 	rcu_read_unlock();
-}
-
-/*
- * Whether another listen already holds this IPv4 address and port.  An
- * IPv6 wildcard covers the IPv4 addresses too (the device speaks IPv4
- * only), and rdma_cm lets nfsd listen on both wildcards of one port
- * ("rdma" and "rdma6"): the second leaves what the first has to it.
- */
-static bool rnic_ib_listened(struct rnic_ib_dev *dev,
-			     const struct sockaddr_storage *ss)
-{
-	const struct sockaddr_in *a = (const struct sockaddr_in *)ss, *b;
-	struct rnic_ib_lep *lep;
-	int i;
-
-	if (a->sin_family != AF_INET)
-		return false;
-	list_for_each_entry(lep, &dev->leps, node) {
-		for (i = 0; i < lep->n; i++) {
-			b = (const struct sockaddr_in *)&lep->local[i];
-			if (b->sin_family == AF_INET &&
-			    b->sin_addr.s_addr == a->sin_addr.s_addr &&
-			    b->sin_port == a->sin_port)
-				return true;
-		}
-	}
-	return false;
 }
 
 static void rnic_ib_unlisten(struct rnic_ib_dev *dev, struct rnic_ib_lep *lep,
@@ -418,16 +416,8 @@ int rnic_ib_create_listen(struct iw_cm_id *cm_id, int backlog)
 	if (!lep)
 		return -ENOMEM;
 	lep->cm_id = cm_id;
-	rnic_ib_listen_addrs(dev, lep, &cm_id->m_local_addr);
 	mutex_lock(&dev->cm_lock);
-	if (cm_id->m_local_addr.ss_family == AF_INET6) {
-		int n = 0;
-
-		for (i = 0; i < lep->n; i++)
-			if (!rnic_ib_listened(dev, &lep->local[i]))
-				lep->local[n++] = lep->local[i];
-		lep->n = n;
-	}
+	rnic_ib_listen_addrs(dev, lep, &cm_id->m_local_addr);
 	for (i = 0; i < lep->n && !err; i++) {
 		memset(&p, 0, sizeof(p));
 		err = rnic_ib_sa_to(&p.local, &lep->local[i]);

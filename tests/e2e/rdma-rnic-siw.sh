@@ -51,11 +51,7 @@ s1=$!
 e2e_perf_serve 10.0.2.15 $((pa + 1))
 sleep 1
 echo "SIW-READY"
-wait $s1
-rc=$?
-cat /tmp/rping-s.out
-[ $rc -eq 0 ] || e2e_fail siw-rping-server "rping -s exited with status $rc"
-e2e_rping_count /tmp/rping-s.out 'server ping data: rdma-ping-' siw-rping-server 10
+e2e_rping_served $s1 siw-rping-server
 e2e_perf_served 10.0.2.15 $((pa + 1))
 
 # Clients of the rnic guest's servers (which listen from its start).
@@ -83,11 +79,7 @@ e2e_retry rnic-rping-client 60 timeout 30 rping -c -a 10.0.2.15 -p "$pa" -C 10 -
 e2e_rping_count /tmp/rnic-rping-client.out '^ping data: rdma-ping-' rnic-rping-verified 10
 e2e_perf_connect 10.0.2.15 $((pa + 1))
 
-wait $s1
-rc=$?
-cat /tmp/rping-s.out
-[ $rc -eq 0 ] || e2e_fail rnic-rping-server "rping -s exited with status $rc"
-e2e_rping_count /tmp/rping-s.out 'server ping data: rdma-ping-' rnic-rping-server 10
+e2e_rping_served $s1 rnic-rping-server
 e2e_perf_served 10.0.0.1 $((pb + 1))
 e2e_check unload rmmod rnic
 GUEST

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <check.h>
 #include "stag.h"
+#include "support/stag_check.h"
 #include "suites.h"
 #include "support/memdma.h"
 
@@ -21,13 +22,6 @@
 static struct memdma g;
 static struct rnic_stag_table *t;
 static uint32_t pd1, pd2;
-
-#define ck_assert_st(expr, want) do { \
-        enum rnic_stag_status st_ = (expr); \
-        ck_assert_msg(st_ == (want), "%s: got %s, want %s", #expr, \
-                      rnic_stag_status_name(st_), \
-                      rnic_stag_status_name(want)); \
-    } while (0)
 
 static void setup_limited(size_t max_page_list_bytes)
 {

@@ -155,6 +155,17 @@ e2e_rping_count() {
     fi
 }
 
+# e2e_rping_served PID NAME: waits for a background "rping -s -C 10"
+# (output in /tmp/rping-s.out) and judges it: its status, and 10 pings.
+e2e_rping_served() {
+    local rc
+    wait "$1"
+    rc=$?
+    cat /tmp/rping-s.out
+    [ $rc -eq 0 ] || e2e_fail "$2" "rping -s exited with status $rc"
+    e2e_rping_count /tmp/rping-s.out 'server ping data: rdma-ping-' "$2" 10
+}
+
 # perftest from the kernel command line: e2e.perf is a comma-separated
 # list of PROG or PROG:SIZE (bytes; default 64 for *_lat, 65536 else),
 # e2e.dur=SECONDS runs each for that long (-D) instead of 200 iterations,
