@@ -64,12 +64,14 @@
 #define RNIC_EP_MULPDU_MIN      128
 /*
  * At most this many FPDUs in flight, and so in one rnic_ep_tx_peek_batch()
- * (a ring of about 5 KiB each per endpoint).  Unmarked FPDUs take about
- * three iovecs each: 63 iovecs hold 21.
+ * (a ring entry each per endpoint: about 500 octets unmarked, 5 KiB with
+ * markers).  Unmarked FPDUs take about three iovecs each.  `make bench`
+ * (2026-12-01): 64 FPDUs and 256 KiB per writev, with 256 KiB reads,
+ * moved 1 MiB Writes at 5.5 GB/s where 24 and 64 KiB moved 2.2.
  */
-#define RNIC_EP_TX_BATCH_FPDUS  24
+#define RNIC_EP_TX_BATCH_FPDUS  64
 /* A batch adds no FPDU that would take it past this many octets. */
-#define RNIC_EP_TX_BATCH_BYTES  65536
+#define RNIC_EP_TX_BATCH_BYTES  (256 * 1024)
 
 struct rnic_ep;
 

@@ -21,8 +21,10 @@
 #include "engine.h"
 #include "trace.h"
 
-#define RNIC_DP_IOV_MAX 64
-#define RNIC_DP_RX_CHUNK (64 * KiB)
+/* A whole batch of unmarked FPDUs (engine.h), three iovecs each. */
+#define RNIC_DP_IOV_MAX (4 * RNIC_EP_TX_BATCH_FPDUS)
+/* Reads past the largest FPDU, so that most arrive whole (no reassembly). */
+#define RNIC_DP_RX_CHUNK (256 * KiB)
 /* Octets one run may write before the main loop gets its turn again. */
 #define RNIC_DP_TX_BUDGET (256 * KiB)
 
