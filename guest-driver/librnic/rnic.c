@@ -101,33 +101,6 @@ static int rnic_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
-static struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
-				     struct ibv_comp_channel *channel,
-				     int vector)
-{
-	struct ib_uverbs_create_cq_resp resp;
-	struct ibv_create_cq cmd;
-	struct ibv_cq *cq = calloc(1, sizeof(*cq));
-
-	if (!cq)
-		return NULL;
-	if (ibv_cmd_create_cq(ctx, cqe, channel, vector, cq, &cmd, sizeof(cmd),
-			      &resp, sizeof(resp))) {
-		free(cq);
-		return NULL;
-	}
-	return cq;
-}
-
-static int rnic_destroy_cq(struct ibv_cq *cq)
-{
-	int ret = ibv_cmd_destroy_cq(cq);
-
-	if (!ret)
-		free(cq);
-	return ret;
-}
-
 /* The WR array of the ibv_wr_* API, sized to the send queue. */
 static int rnic_qp_wr_alloc(struct rnic_qp *qp, uint32_t max_send_wr)
 {
@@ -240,7 +213,7 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.reg_mr		= rnic_reg_mr,
 	.dereg_mr	= rnic_dereg_mr,
 	.create_cq	= rnic_create_cq,
-	.poll_cq	= ibv_cmd_poll_cq,
+	.poll_cq	= rnic_poll_cq,
 	.req_notify_cq	= ibv_cmd_req_notify_cq,
 	.destroy_cq	= rnic_destroy_cq,
 	.create_qp	= rnic_create_qp,

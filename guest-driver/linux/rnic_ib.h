@@ -61,11 +61,23 @@ struct rnic_ib_mr {
 	u32 max_pages, npages;
 };
 
+/*
+ * Pages mapped into a process (a user CQ's ring): they live until the
+ * mapping is gone and the entry removed, whichever is last.
+ */
+struct rnic_ib_umap {
+	struct rdma_user_mmap_entry rdma;
+	void *va;
+	size_t len;
+};
+
 struct rnic_ib_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
 	u8 vector;			/* MSI-X vector 1..7 */
 	struct rnic_ring ring;
+	struct rnic_ib_umap *umap;	/* user CQs: the ring's own pages */
+	u32 *ucons;			/* user CQs: cons, for the process */
 	spinlock_t lock;		/* cons, and polling */
 	u32 cons;			/* entries consumed (free-running) */
 	bool armed;			/* req_notify_cq since the last call */
@@ -161,6 +173,8 @@ int rnic_ib_fast_reg_wqe(const struct ib_reg_wr *wr, struct rnic_sq_wqe *w);
 
 int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		      struct ib_udata *udata);
+int rnic_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void rnic_ib_mmap_free(struct rdma_user_mmap_entry *entry);
 int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

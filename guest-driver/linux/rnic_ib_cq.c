@@ -7,7 +7,126 @@
  * queue has drained, since one queue's completions come in order.
  */
 #include <linux/interrupt.h>
+#include <linux/mm.h>
+#include <rdma/uverbs_ioctl.h>
 #include "rnic_ib.h"
+#include "../rnic-ib-uapi.h"
+
+/*
+ * A user CQ's ring, in pages of its own rather than coherent memory, as
+ * efa does: mapped into the process with vm_insert_page(), they stay
+ * allocated while a mapping holds them, so neither order of unmapping and
+ * destroying frees memory the process or the device still uses.  The
+ * device gets a streaming mapping (x86 is coherent; the DMA mask is 64
+ * bits, so nothing is bounced).  One more page after the ring holds cons.
+ */
+static int rnic_ib_cq_uring(struct rnic_ib_dev *dev, struct rnic_ib_cq *cq,
+			    u32 log)
+{
+	struct device *d = &dev->rdev->pdev->dev;
+	size_t bytes = PAGE_ALIGN((size_t)RNIC_CQE_SIZE << log);
+	struct rnic_ib_umap *m = kzalloc(sizeof(*m), GFP_KERNEL);
+
+	if (!m)
+		return -ENOMEM;
+	m->len = bytes + PAGE_SIZE;
+	m->va = alloc_pages_exact(m->len, GFP_KERNEL | __GFP_ZERO);
+	if (!m->va)
+		goto err;
+	cq->ring.dma = dma_map_single(d, m->va, bytes, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(d, cq->ring.dma))
+		goto err_pages;
+	cq->ring.va = m->va;
+	cq->ring.bytes = bytes;
+	cq->ring.log_size = log;
+	cq->ucons = m->va + bytes;
+	cq->umap = m;
+	return 0;
+
+err_pages:
+	free_pages_exact(m->va, m->len);
+err:
+	kfree(m);
+	return -ENOMEM;
+}
+
+/* The ring's pages go with the mmap entry (rnic_ib_mmap_free). */
+static void rnic_ib_cq_ring_free(struct rnic_ib_dev *dev,
+				 struct rnic_ib_cq *cq, bool inserted)
+{
+	if (!cq->umap) {
+		rnic_ring_free(dev->rdev, &cq->ring);
+		return;
+	}
+	dma_unmap_single(&dev->rdev->pdev->dev, cq->ring.dma, cq->ring.bytes,
+			 DMA_BIDIRECTIONAL);
+	if (inserted) {
+		rdma_user_mmap_entry_remove(&cq->umap->rdma);
+		return;
+	}
+	free_pages_exact(cq->umap->va, cq->umap->len);
+	kfree(cq->umap);
+}
+
+/* Offers the ring to the process; on failure the CQ is to be undone. */
+static int rnic_ib_cq_export(struct rnic_ib_dev *dev, struct rnic_ib_cq *cq,
+			     struct ib_udata *udata)
+{
+	struct rnic_ib_create_cq_resp resp = {
+		.mmap_len = cq->umap->len,
+		.log_size = cq->ring.log_size,
+	};
+	struct rnic_ib_ucontext *uctx = rdma_udata_to_drv_context(
+		udata, struct rnic_ib_ucontext, ibuc);
+	int err;
+
+	err = rdma_user_mmap_entry_insert(&uctx->ibuc, &cq->umap->rdma,
+					  cq->umap->len);
+	if (err) {
+		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
+		rnic_ib_cq_ring_free(dev, cq, false);
+		return err;
+	}
+	resp.mmap_key = rdma_user_mmap_get_offset(&cq->umap->rdma);
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (err) {
+		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
+		rnic_ib_cq_ring_free(dev, cq, true);
+	}
+	return err;
+}
+
+int rnic_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *e = rdma_user_mmap_entry_get(uctx, vma);
+	struct rnic_ib_umap *m;
+	unsigned long off;
+	int err = 0;
+
+	if (!e)
+		return -EINVAL;
+	m = container_of(e, struct rnic_ib_umap, rdma);
+	/* The device writes the ring; the process only reads it. */
+	if (vma->vm_flags & VM_WRITE || vma->vm_end - vma->vm_start != m->len) {
+		err = -EPERM;
+		goto out;
+	}
+	vma->vm_flags &= ~VM_MAYWRITE;
+	for (off = 0; off < m->len && !err; off += PAGE_SIZE)
+		err = vm_insert_page(vma, vma->vm_start + off,
+				     virt_to_page(m->va + off));
+out:
+	rdma_user_mmap_entry_put(e);
+	return err;
+}
+
+void rnic_ib_mmap_free(struct rdma_user_mmap_entry *entry)
+{
+	struct rnic_ib_umap *m = container_of(entry, struct rnic_ib_umap, rdma);
+
+	free_pages_exact(m->va, m->len);
+	kfree(m);
+}
 
 int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		      struct ib_udata *udata)
@@ -24,7 +143,10 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 	log = max_t(u32, order_base_2(attr->cqe), 1);
 	spin_lock_init(&cq->lock);
-	err = rnic_ring_alloc(dev->rdev, &cq->ring, log, RNIC_CQE_SIZE);
+	if (udata && udata->outlen >= sizeof(struct rnic_ib_create_cq_resp))
+		err = rnic_ib_cq_uring(dev, cq, log);
+	else
+		err = rnic_ring_alloc(dev->rdev, &cq->ring, log, RNIC_CQE_SIZE);
 	if (err)
 		return err;
 	cq->vector = RNIC_MSIX_VEC_ADMIN + 1 +
@@ -36,16 +158,22 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (err)
 		goto err_ring;
 	cq->cqn = le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
+	if (cq->umap) {
+		err = rnic_ib_cq_export(dev, cq, udata);
+		if (err)
+			return err;
+	}
 	err = xa_err(xa_store_irq(&dev->cqs, cq->cqn, cq, GFP_KERNEL));
 	if (err) {
 		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
-		goto err_ring;
+		rnic_ib_cq_ring_free(dev, cq, !!cq->umap);
+		return err;
 	}
 	ibcq->cqe = 1 << log;
 	return 0;
 
 err_ring:
-	rnic_ring_free(dev->rdev, &cq->ring);
+	rnic_ib_cq_ring_free(dev, cq, false);
 	return err;
 }
 
@@ -61,7 +189,7 @@ int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	xa_erase_irq(&dev->cqs, cq->cqn);
 	/* The vector's handler may have found the CQ just before. */
 	synchronize_irq(pci_irq_vector(dev->rdev->pdev, cq->vector));
-	rnic_ring_free(dev->rdev, &cq->ring);
+	rnic_ib_cq_ring_free(dev, cq, !!cq->umap);
 	return 0;
 }
 
@@ -171,9 +299,12 @@ int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		if (rnic_ib_cqe(dev, &c, &wc[n]))
 			n++;
 	}
-	if (cq->cons != start)
+	if (cq->cons != start) {
 		rnic_write(dev->rdev, RNIC_REG_DB_CQ,
 			   RNIC_DB_VALUE(cq->cqn, cq->cons));
+		if (cq->ucons)
+			WRITE_ONCE(*cq->ucons, cq->cons);
+	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }

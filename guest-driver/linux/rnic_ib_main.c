@@ -110,7 +110,10 @@ static int rnic_ib_query_gid(struct ib_device *ibdev, u32 port, int idx,
 	return 0;
 }
 
-/* Contexts hold nothing: queues are reached through write() verbs. */
+/*
+ * Contexts hold nothing: queues are reached through write() verbs, and
+ * the CQ rings a context maps are entries of the core's (rnic_ib_cq.c).
+ */
 static int rnic_ib_alloc_ucontext(struct ib_ucontext *uctx,
 				  struct ib_udata *udata)
 {
@@ -123,8 +126,9 @@ static void rnic_ib_dealloc_ucontext(struct ib_ucontext *uctx)
 
 /*
  * Hot-unplug with a context open: the core has destroyed every object of
- * the context through the ops above; nothing is mapped into user space,
- * so nothing is left to take away.
+ * the context through the ops above.  What is still mapped (CQ rings) is
+ * pages the mappings hold, which the device no longer writes: nothing is
+ * left to take away.
  */
 static void rnic_ib_disassociate_ucontext(struct ib_ucontext *uctx)
 {
@@ -151,6 +155,8 @@ static const struct ib_device_ops rnic_ib_ops = {
 	.alloc_mr		= rnic_ib_alloc_mr,
 	.map_mr_sg		= rnic_ib_map_mr_sg,
 	.create_cq		= rnic_ib_create_cq,
+	.mmap			= rnic_ib_mmap,
+	.mmap_free		= rnic_ib_mmap_free,
 	.destroy_cq		= rnic_ib_destroy_cq,
 	.poll_cq		= rnic_ib_poll_cq,
 	.req_notify_cq		= rnic_ib_req_notify_cq,

@@ -9,8 +9,11 @@
  * Built against the guests' own libibverbs-dev headers and library; runs
  * in the guest, prints what it found, exits non-zero on the first failure.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <infiniband/verbs.h>
 
 static int fail(const char *what)
@@ -81,6 +84,71 @@ static int check_port(struct ibv_context *ctx)
 	return 0;
 }
 
+/*
+ * rnic only: librnic maps each CQ's ring read-only (guest-driver/
+ * rnic-ib-uapi.h).  The mapping of the uverbs file must be there, r--s,
+ * and the driver must refuse both mprotect() to writable and a second,
+ * writable mmap() of the same offset: the device writes that ring.
+ */
+static int check_cq_map(struct ibv_context *ctx, struct ibv_cq *cq)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi, off;
+	char line[512], perms[8];
+	struct ibv_wc wc;
+	int found = 0;
+	void *p;
+
+	if (!f)
+		return fail("/proc/self/maps");
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "uverbs") &&
+			sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms,
+			       &off) == 4;
+	fclose(f);
+	if (!found)
+		return fail("CQ ring not mapped (no uverbs mapping)");
+	if (strcmp(perms, "r--s"))
+		return fail("the CQ ring is mapped other than r--s");
+	if (!mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE))
+		return fail("mprotect made the CQ ring writable");
+	p = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 ctx->cmd_fd, (off_t)off);
+	if (p != MAP_FAILED)
+		return fail("a writable mmap of the CQ ring succeeded");
+	if (errno != EPERM)
+		return fail("a writable mmap of the CQ ring: not EPERM");
+	if (ibv_poll_cq(cq, 1, &wc))
+		return fail("ibv_poll_cq of an empty CQ found an entry");
+	printf("verbs-abi-check: cq ring mapped r--s, %lu octets, %s\n",
+	       hi - lo, "not writable");
+	return 0;
+}
+
+/* What a busy poll of an empty CQ costs here (printed, not judged). */
+static void time_empty_poll(struct ibv_cq *cq)
+{
+	struct timespec a, b;
+	struct ibv_wc wc;
+	int n = 20000;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < n; i++)
+		ibv_poll_cq(cq, 1, &wc);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("verbs-abi-check: empty ibv_poll_cq %.0f ns\n",
+	       ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n);
+}
+
+/* The PCI ids of include/rnic/rnic-abi.h, as the driver reports them. */
+static int is_rnic(struct ibv_context *ctx)
+{
+	struct ibv_device_attr a;
+
+	return !ibv_query_device(ctx, &a) && a.vendor_id == 0x1234 &&
+	       a.vendor_part_id == 0x7269;
+}
+
 int main(void)
 {
 	struct ibv_device **list;
@@ -99,7 +167,9 @@ int main(void)
 	cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	if (!pd || !cq)
 		return fail("ibv_alloc_pd or ibv_create_cq failed");
-	rc = check_port(ctx) || check_qp_ex(ctx, pd, cq);
+	time_empty_poll(cq);
+	rc = check_port(ctx) || check_qp_ex(ctx, pd, cq) ||
+	     (is_rnic(ctx) && check_cq_map(ctx, cq));
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

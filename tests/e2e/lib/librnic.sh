@@ -73,7 +73,8 @@ e2e_librnic_build() {
     # The provider's files, the device ABI header, and its line in the
     # top-level CMakeLists.txt; cp -u keeps ninja's view of what changed.
     mkdir -p "$prov"
-    cp -u "$E2E_TOP"/guest-driver/librnic/* "$E2E_TOP/include/rnic/rnic-abi.h" "$prov/"
+    cp -u "$E2E_TOP"/guest-driver/librnic/* "$E2E_TOP/include/rnic/rnic-abi.h" \
+        "$E2E_TOP/guest-driver/rnic-ib-uapi.h" "$prov/"
     grep -q '^add_subdirectory(providers/rnic)$' "$src/CMakeLists.txt" ||
         sed -i 's|^add_subdirectory(providers/rxe)$|add_subdirectory(providers/rnic)\n&|' \
             "$src/CMakeLists.txt"
