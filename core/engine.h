@@ -72,6 +72,13 @@
 #define RNIC_EP_TX_BATCH_FPDUS  64
 /* A batch adds no FPDU that would take it past this many octets. */
 #define RNIC_EP_TX_BATCH_BYTES  (256 * 1024)
+/* iovecs that hold a whole batch of unmarked FPDUs (three each, and room) */
+#define RNIC_EP_TX_BATCH_IOV    (4 * RNIC_EP_TX_BATCH_FPDUS)
+/*
+ * What a caller of rnic_ep_rx() should read at once: past the largest
+ * FPDU, so that most arrive whole and skip the reassembly copy.
+ */
+#define RNIC_EP_RX_CHUNK        (256 * 1024)
 
 struct rnic_ep;
 

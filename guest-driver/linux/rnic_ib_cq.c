@@ -50,7 +50,7 @@ err:
 	return -ENOMEM;
 }
 
-/* The ring's pages go with the mmap entry (rnic_ib_mmap_free). */
+/* Once the entry is in, its removal frees the pages (rnic_ib_mmap_free). */
 static void rnic_ib_cq_ring_free(struct rnic_ib_dev *dev,
 				 struct rnic_ib_cq *cq, bool inserted)
 {
@@ -68,9 +68,9 @@ static void rnic_ib_cq_ring_free(struct rnic_ib_dev *dev,
 	kfree(cq->umap);
 }
 
-/* Offers the ring to the process; on failure the CQ is to be undone. */
-static int rnic_ib_cq_export(struct rnic_ib_dev *dev, struct rnic_ib_cq *cq,
-			     struct ib_udata *udata)
+/* Offers the ring to the process; *inserted says if the entry went in. */
+static int rnic_ib_cq_export(struct rnic_ib_cq *cq, struct ib_udata *udata,
+			     bool *inserted)
 {
 	struct rnic_ib_create_cq_resp resp = {
 		.mmap_len = cq->umap->len,
@@ -82,18 +82,11 @@ static int rnic_ib_cq_export(struct rnic_ib_dev *dev, struct rnic_ib_cq *cq,
 
 	err = rdma_user_mmap_entry_insert(&uctx->ibuc, &cq->umap->rdma,
 					  cq->umap->len);
-	if (err) {
-		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
-		rnic_ib_cq_ring_free(dev, cq, false);
+	if (err)
 		return err;
-	}
+	*inserted = true;
 	resp.mmap_key = rdma_user_mmap_get_offset(&cq->umap->rdma);
-	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
-	if (err) {
-		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
-		rnic_ib_cq_ring_free(dev, cq, true);
-	}
-	return err;
+	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 }
 
 int rnic_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
@@ -107,8 +100,12 @@ int rnic_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 		return -EINVAL;
 	m = container_of(e, struct rnic_ib_umap, rdma);
 	/* The device writes the ring; the process only reads it. */
-	if (vma->vm_flags & VM_WRITE || vma->vm_end - vma->vm_start != m->len) {
+	if (vma->vm_flags & VM_WRITE) {
 		err = -EPERM;
+		goto out;
+	}
+	if (vma->vm_end - vma->vm_start != m->len) {
+		err = -EINVAL;
 		goto out;
 	}
 	vma->vm_flags &= ~VM_MAYWRITE;
@@ -135,6 +132,7 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct rnic_ib_cq *cq = to_rcq(ibcq);
 	struct rnic_cmd_create_cq p = { };
 	struct rnic_cmd cmd;
+	bool inserted = false;
 	u32 log;
 	int err;
 
@@ -159,21 +157,20 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		goto err_ring;
 	cq->cqn = le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
 	if (cq->umap) {
-		err = rnic_ib_cq_export(dev, cq, udata);
+		err = rnic_ib_cq_export(cq, udata, &inserted);
 		if (err)
-			return err;
+			goto err_cq;
 	}
 	err = xa_err(xa_store_irq(&dev->cqs, cq->cqn, cq, GFP_KERNEL));
-	if (err) {
-		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
-		rnic_ib_cq_ring_free(dev, cq, !!cq->umap);
-		return err;
-	}
+	if (err)
+		goto err_cq;
 	ibcq->cqe = 1 << log;
 	return 0;
 
+err_cq:
+	rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
 err_ring:
-	rnic_ib_cq_ring_free(dev, cq, false);
+	rnic_ib_cq_ring_free(dev, cq, inserted);
 	return err;
 }
 

@@ -21,10 +21,6 @@
 #include "engine.h"
 #include "trace.h"
 
-/* A whole batch of unmarked FPDUs (engine.h), three iovecs each. */
-#define RNIC_DP_IOV_MAX (4 * RNIC_EP_TX_BATCH_FPDUS)
-/* Reads past the largest FPDU, so that most arrive whole (no reassembly). */
-#define RNIC_DP_RX_CHUNK (256 * KiB)
 /* Octets one run may write before the main loop gets its turn again. */
 #define RNIC_DP_TX_BUDGET (256 * KiB)
 
@@ -135,11 +131,11 @@ void rnic_dp_stop(RnicConn *c)
 /* One write of up to a batch of FPDUs, through the fault filter. */
 static ssize_t rnic_dp_send_batch(RnicConn *c, size_t *offered)
 {
-    struct iovec iov[RNIC_DP_IOV_MAX];
+    struct iovec iov[RNIC_EP_TX_BATCH_IOV];
     struct rnic_ep_tx_fpdu fpdus[RNIC_EP_TX_BATCH_FPDUS];
     bool corrupt = c->s->fault_corrupt_crc;
     /* room for the filter to split one iovec per FPDU */
-    int max = RNIC_DP_IOV_MAX - (corrupt ? RNIC_EP_TX_BATCH_FPDUS : 0);
+    int max = RNIC_EP_TX_BATCH_IOV - (corrupt ? RNIC_EP_TX_BATCH_FPDUS : 0);
     struct msghdr msg = { .msg_iov = iov };
     int cnt, nfpdus;
     uint64_t before = rnic_ep_tx_fpdus_sent(c->ep);
@@ -155,7 +151,7 @@ static ssize_t rnic_dp_send_batch(RnicConn *c, size_t *offered)
         return -EINPROGRESS;
     }
     if (corrupt) {
-        cnt = rnic_fault_tx_filter(c, iov, cnt, RNIC_DP_IOV_MAX, fpdus,
+        cnt = rnic_fault_tx_filter(c, iov, cnt, RNIC_EP_TX_BATCH_IOV, fpdus,
                                    nfpdus);
     }
     msg.msg_iovlen = cnt;
@@ -210,13 +206,13 @@ RnicVerdict rnic_dp_tx(RnicConn *c)
 }
 
 /*
- * One read (at most RNIC_DP_RX_CHUNK octets) into the endpoint.  The
+ * One read (at most RNIC_EP_RX_CHUNK octets) into the endpoint.  The
  * peer's FIN sets peer_fin; a reset or a read error is ABORT.
  */
 RnicVerdict rnic_dp_rx(RnicConn *c)
 {
     RnicState *s = c->s;
-    ssize_t n = recv(c->fd, s->rx_buf, RNIC_DP_RX_CHUNK, 0);
+    ssize_t n = recv(c->fd, s->rx_buf, RNIC_EP_RX_CHUNK, 0);
 
     rnic_capture_received(c, s->rx_buf, n);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -239,5 +235,5 @@ RnicVerdict rnic_dp_rx(RnicConn *c)
 
 void rnic_dp_init(RnicState *s)
 {
-    s->rx_buf = g_malloc(RNIC_DP_RX_CHUNK);
+    s->rx_buf = g_malloc(RNIC_EP_RX_CHUNK);
 }

@@ -333,18 +333,14 @@ static void raw_pingpong_run(void *arg)
 
 static struct epf_side A, B;        /* A initiator */
 
-/* As the device (hw/rnic/rnic-dp.c): a whole batch per writev, 256 KiB reads. */
-#define EP_IOV_MAX  (4 * RNIC_EP_TX_BATCH_FPDUS)
-#define EP_RX_CHUNK (256 * 1024)
-
 static void ep_tx(struct epf_side *s, int i)
 {
-    struct iovec iov[EP_IOV_MAX];
+    struct iovec iov[RNIC_EP_TX_BATCH_IOV];
     int cnt;
     ssize_t n = 1;
 
-    while (n > 0 && rnic_ep_tx_peek_batch(s->ep, iov, EP_IOV_MAX, &cnt,
-                                          RNIC_EP_TX_BATCH_FPDUS)) {
+    while (n > 0 && rnic_ep_tx_peek_batch(s->ep, iov, RNIC_EP_TX_BATCH_IOV,
+                                          &cnt, RNIC_EP_TX_BATCH_FPDUS)) {
         n = writev(fd[i], iov, cnt);
         rnic_ep_tx_advance(s->ep, n > 0 ? (size_t)n : 0);
     }
@@ -352,7 +348,7 @@ static void ep_tx(struct epf_side *s, int i)
 
 static void ep_rx(struct epf_side *s, int i)
 {
-    static uint8_t buf[EP_RX_CHUNK];
+    static uint8_t buf[RNIC_EP_RX_CHUNK];
     ssize_t n = read(fd[i], buf, sizeof(buf));
 
     if (n > 0 && rnic_ep_rx(s->ep, buf, (size_t)n) < 0) {

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <infiniband/verbs.h>
+#include <rnic/rnic-abi.h>
 
 static int fail(const char *what)
 {
@@ -140,13 +141,14 @@ static void time_empty_poll(struct ibv_cq *cq)
 	       ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n);
 }
 
-/* The PCI ids of include/rnic/rnic-abi.h, as the driver reports them. */
+/* The driver reports the device's PCI ids. */
 static int is_rnic(struct ibv_context *ctx)
 {
 	struct ibv_device_attr a;
 
-	return !ibv_query_device(ctx, &a) && a.vendor_id == 0x1234 &&
-	       a.vendor_part_id == 0x7269;
+	return !ibv_query_device(ctx, &a) &&
+	       a.vendor_id == RNIC_PCI_VENDOR_ID &&
+	       a.vendor_part_id == RNIC_PCI_DEVICE_ID;
 }
 
 int main(void)

@@ -101,7 +101,8 @@ e2e_verbs_check_build() {
     for c in "$E2E_TOP"/tests/e2e/verbs-*.c; do
         out=$E2E_VERBS_BIN/$(basename "$c" .c)
         [ -f "$out" ] && [ "$out" -nt "$c" ] && continue
-        gcc -O2 -Wall -Wextra -Werror -I"$1" -o "$out" "$c" \
+        gcc -O2 -Wall -Wextra -Werror -I"$1" -I"$E2E_TOP/include" \
+            -o "$out" "$c" \
             "$lib/librdmacm.so.1" "$lib/libibverbs.so.1" \
             -Wl,-rpath-link="$lib:$E2E_USERLAND/lib/$E2E_MULTIARCH" >&2 ||
             e2e_die "$(basename "$c") did not build"
