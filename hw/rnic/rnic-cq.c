@@ -76,7 +76,7 @@ void rnic_cqs_deliver(RnicState *s)
 
     if (s->in_mmio) {
         if (!QTAILQ_EMPTY(&s->kicked_cqs)) {
-            qemu_bh_schedule(s->wq_bh);
+            rnic_wq_schedule(s);
         }
         return;
     }

@@ -156,6 +156,7 @@ static ssize_t rnic_dp_send_batch(RnicConn *c, size_t *offered)
     }
     msg.msg_iovlen = cnt;
     w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+    trace_rnic_tx(c->id, w);
     rnic_capture_sent(c, iov, cnt, w);
     if (w < 0) {
         return -errno;
@@ -214,6 +215,7 @@ RnicVerdict rnic_dp_rx(RnicConn *c)
     RnicState *s = c->s;
     ssize_t n = recv(c->fd, s->rx_buf, RNIC_EP_RX_CHUNK, 0);
 
+    trace_rnic_rx(c->id, n);
     rnic_capture_received(c, s->rx_buf, n);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return RNIC_DP_OK;

@@ -28,6 +28,17 @@
 #include "rnic.h"
 #include "trace.h"
 
+/* qemu_get_thread_id() is a system call; every entry asks. */
+static int rnic_thread_id(void)
+{
+    static __thread int tid;
+
+    if (!tid) {
+        tid = qemu_get_thread_id();
+    }
+    return tid;
+}
+
 /* Whether the guard is this device's to engage from this thread. */
 static bool rnic_guards(RnicState *s)
 {
@@ -43,7 +54,7 @@ void rnic_enter(RnicState *s)
         qemu_rec_mutex_lock(&s->lock);
     }
     if (!s->entry_depth++) {
-        qatomic_set(&s->owner_tid, qemu_get_thread_id());
+        qatomic_set(&s->owner_tid, rnic_thread_id());
         if (rnic_guards(s)) {
             s->guard_saved = g->engaged_in_io;
             g->engaged_in_io = true;
@@ -116,7 +127,7 @@ void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque)
 static bool rnic_inside(RnicState *s)
 {
     if (s->ctx) {
-        return qatomic_read(&s->owner_tid) == qemu_get_thread_id();
+        return qatomic_read(&s->owner_tid) == rnic_thread_id();
     }
     return s->entry_depth;
 }

@@ -39,6 +39,7 @@ void rnic_soft_reset(RnicState *s)
 /* The reset itself, on the device's context (rnic-thread.c). */
 void rnic_reset_now(RnicState *s)
 {
+    rnic_db_drain(s, false);    /* a doorbell before the reset is void */
     rnic_cm_reset(s);
     rnic_verbs_reset(s);
     s->scratch = 0;
@@ -125,6 +126,7 @@ void rnic_teardown(RnicState *s)
     rnic_verbs_fini(s);
     g_free(s->rx_buf);
     s->rx_buf = NULL;
+    rnic_db_fini(s);
 }
 
 /* Without an IOThread, ctx stays NULL: the main loop, as before. */
@@ -177,6 +179,7 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     rnic_thread_init(s);
     rnic_dma_init(s);
     rnic_dp_init(s);
+    rnic_db_init(s);
     memory_region_init_io(&s->regs, OBJECT(s), &rnic_reg_ops, s,
                           "rnic-regs", RNIC_BAR_REGS_SIZE);
     pci_register_bar(pdev, RNIC_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,

@@ -145,10 +145,6 @@ static void rnic_reg_store(RnicState *s, hwaddr addr, uint64_t val)
         s->eq.cons = val;
         return;
     case RNIC_REG_DB_SQ ... RNIC_REG_DB_SRQ:
-        if (!(s->status & RNIC_STATUS_READY)) {
-            rnic_guest_error(addr, val, "doorbell while disabled ignored");
-            return;
-        }
         rnic_wq_doorbell(s, addr, val);
         return;
     case RNIC_REG_CMDQ_BASE_LO ... RNIC_REG_CMDQ_LOG_SIZE:
@@ -168,16 +164,35 @@ static void rnic_reg_store(RnicState *s, hwaddr addr, uint64_t val)
     }
 }
 
-static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
+/*
+ * A register access only schedules work (CQs, too, go out in the BH), and
+ * schedules it once the device lock is dropped: woken while the vCPU
+ * still held the lock, an IOThread would block on it at once and hand the
+ * core back and forth twice per doorbell.
+ */
+static void rnic_mmio_enter(RnicState *s)
 {
-    uint64_t val;
-
-    RnicState *s = opaque;
-
     rnic_enter(s);
     s->in_mmio = true;
-    val = rnic_reg_load(s, addr);
+}
+
+static void rnic_mmio_leave(RnicState *s)
+{
     rnic_leave(s);      /* clears in_mmio */
+    /* s->wq_bh is stable here: the vCPU holds the BQL. */
+    if (qatomic_xchg(&s->wq_kick, false) && s->wq_bh) {
+        qemu_bh_schedule(s->wq_bh);
+    }
+}
+
+static uint64_t rnic_reg_read(void *opaque, hwaddr addr, unsigned size)
+{
+    RnicState *s = opaque;
+    uint64_t val;
+
+    rnic_mmio_enter(s);
+    val = rnic_reg_load(s, addr);
+    rnic_mmio_leave(s);
     return val;
 }
 
@@ -186,11 +201,12 @@ static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
 {
     RnicState *s = opaque;
 
-    /* A register write only schedules work: CQs go out in a BH. */
-    rnic_enter(s);
-    s->in_mmio = true;
+    if (rnic_db_post(s, addr, val)) {
+        return;         /* with an IOThread: rnic-db.c */
+    }
+    rnic_mmio_enter(s);
     rnic_reg_store(s, addr, val);
-    rnic_leave(s);      /* clears in_mmio */
+    rnic_mmio_leave(s);
 }
 
 const MemoryRegionOps rnic_reg_ops = {

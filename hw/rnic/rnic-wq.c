@@ -215,6 +215,7 @@ void rnic_wq_run(void *opaque)
     RnicSrq *srq;
     RnicQp *qp;
 
+    rnic_db_drain(s, true);
     if (!(s->status & RNIC_STATUS_READY)) {
         return;     /* disabled since the doorbell: leave the rings be */
     }
@@ -253,6 +254,16 @@ void rnic_wq_run(void *opaque)
     /* CQs that changed are delivered as this callback ends (rnic-cq.c). */
 }
 
+/* From a register access: after it (rnic-regs.c); else at once. */
+void rnic_wq_schedule(RnicState *s)
+{
+    if (s->in_mmio) {
+        qatomic_set(&s->wq_kick, true);
+    } else {
+        qemu_bh_schedule(s->wq_bh);
+    }
+}
+
 static void rnic_db_error(hwaddr reg, uint32_t val, const char *why)
 {
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: doorbell 0x%03" HWADDR_PRIx
@@ -260,7 +271,8 @@ static void rnic_db_error(hwaddr reg, uint32_t val, const char *why)
     trace_rnic_err_doorbell(reg, val, why);
 }
 
-void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
+/* Under the lock: from the register write, or from the mailbox (rnic-db.c). */
+void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val)
 {
     uint32_t id = RNIC_DB_ID(val);
     uint16_t idx = RNIC_DB_INDEX(val);
@@ -268,7 +280,10 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
     RnicCq *cq;
     RnicSrq *srq;
 
-    trace_rnic_doorbell(reg, id, idx);
+    if (!(s->status & RNIC_STATUS_READY)) {
+        rnic_db_error(reg, val, "device disabled");
+        return;
+    }
     switch (reg) {
     case RNIC_REG_DB_SQ:
     case RNIC_REG_DB_RQ:
@@ -283,7 +298,7 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             return;
         }
         rnic_qp_kick(s, qp);
-        qemu_bh_schedule(s->wq_bh);
+        rnic_wq_schedule(s);
         return;
     case RNIC_REG_DB_SRQ:
         srq = rnic_srq_get(s, id);
@@ -296,7 +311,7 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
             return;
         }
         rnic_srq_kick(s, srq);
-        qemu_bh_schedule(s->wq_bh);
+        rnic_wq_schedule(s);
         return;
     case RNIC_REG_DB_CQ:
     case RNIC_REG_DB_CQ_ARM:
@@ -320,8 +335,17 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
                 cq->irq_pending = true;
             }
         }
-        rnic_cq_kick(s, cq);
-        qemu_bh_schedule(s->wq_bh);
+        /* Only completions waiting for room need the bottom half. */
+        if (rnic_cq_count(cq->core)) {
+            rnic_cq_kick(s, cq);
+            rnic_wq_schedule(s);
+        }
         return;
     }
+}
+
+void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
+{
+    trace_rnic_doorbell(reg, RNIC_DB_ID(val), RNIC_DB_INDEX(val));
+    rnic_wq_db_apply(s, reg, val);
 }

@@ -227,6 +227,10 @@ struct RnicState {
     bool teardown_deferred;
     bool unplugged;         /* unrealized: no more DMA or MSI-X */
     bool in_mmio;           /* CQs are delivered by the bottom half */
+    bool wq_kick;           /* run it once the MMIO access is over */
+    uint32_t *db_mail;      /* with an IOThread: rnic-db.c */
+    unsigned long *db_pending;
+    uint64_t db_slots;
 
     uint32_t scratch;
     uint32_t status;
@@ -318,6 +322,14 @@ void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
 /* rnic-wq.c */
 void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val);
 void rnic_wq_run(void *opaque);
+void rnic_wq_schedule(RnicState *s);
+void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val);
+
+/* rnic-db.c */
+void rnic_db_init(RnicState *s);
+void rnic_db_fini(RnicState *s);
+bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val);
+void rnic_db_drain(RnicState *s, bool apply);
 
 /*
  * rnic-cq.c (leaf): the core tells which CQs changed (rnic_cq_changed);

@@ -533,6 +533,64 @@ static void test_arm_with_waiting_completions(void)
     rnic_test_stop(&t);
 }
 
+static bool wait_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t index,
+                     struct rnic_cq_entry *e)
+{
+    for (int n = 0; n < 500; n++) {
+        if (rnic_read_cqe(t, ring, log, index, e)) {
+            return true;
+        }
+        rnic_settle(t);
+    }
+    return false;
+}
+
+/*
+ * Doorbells written back to back, without waiting in between, are all
+ * acted on, each work request exactly once (with an IOThread they go
+ * through the mailbox of rnic-db.c, where a newer index replaces an older
+ * one); doorbells for queues that do not exist, inside and outside the id
+ * range, change nothing; completions that waited for room in the CQ ring
+ * follow the CQ's consumer doorbell.
+ */
+static void test_doorbell_burst(void)
+{
+    struct rnic_cq_entry e;
+    uint64_t ring;
+    RnicTestQp qp;
+    RnicTest t;
+    uint32_t cqn = start_with_qp(&t, 2, &ring, &qp);   /* 8 CQEs, 8 WQEs */
+
+    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    for (int i = 0; i < 16; i++) {
+        struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
+
+        if (i == 8) {
+            /* The first 8 flushed fill the CQ ring; the next 8 wait. */
+            for (int j = 0; j < 8; j++) {
+                g_assert_true(wait_cqe(&t, ring, 3, j, &e));
+                g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x100 + j);
+                g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
+            }
+        }
+        rnic_post_recv(&t, &qp, &w);
+        rnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn + 1, i));
+        rnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(0xffff, i));
+        rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn + 1, i));
+    }
+    rnic_settle(&t);
+    g_assert_false(rnic_read_cqe(&t, ring, 3, 8, &e));
+    rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 8));
+    for (int i = 8; i < 16; i++) {
+        g_assert_true(wait_cqe(&t, ring, 3, i, &e));
+        g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x100 + i);
+    }
+    rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 16));
+    rnic_settle(&t);
+    g_assert_false(rnic_read_cqe(&t, ring, 3, 16, &e));
+    rnic_test_stop(&t);
+}
+
 /* A malformed send WQE gives LOC_QP_OP_ERR, QP_ERROR and a QP in ERROR. */
 static void test_bad_wqe(void)
 {
@@ -729,9 +787,10 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/verbs/reg-mr-bad-page-list",
                    test_reg_mr_bad_page_list);
     qtest_add_func("/rnic/verbs/cq-qp", test_cq_qp_lifecycle);
-    qtest_add_func("/rnic/wq/flush", test_flush_to_guest_cq);
-    qtest_add_func("/rnic/wq/arm-with-waiting-completions",
-                   test_arm_with_waiting_completions);
+    rnic_test_add_both("/rnic/wq/flush", test_flush_to_guest_cq);
+    rnic_test_add_both("/rnic/wq/doorbell-burst", test_doorbell_burst);
+    rnic_test_add_both("/rnic/wq/arm-with-waiting-completions",
+                       test_arm_with_waiting_completions);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
     qtest_add_func("/rnic/verbs/srq", test_srq);
