@@ -47,7 +47,7 @@ check-soak:
 
 # `make bench-guest`: perftest between two rnic guests and two siw guests
 # and raw TCP between two host processes, in one run, as one table of
-# ratios (tests/e2e/bench-guest.sh; about ten minutes, not in make check).
+# ratios (tests/e2e/bench-guest.sh; about fifteen minutes, not in make check).
 TCP_PAIR := $(OBJ)/tests/bench/tcp-pair
 
 .PHONY: bench-guest

@@ -70,9 +70,9 @@ GUEST
 e2e_rnic_pair
 port=$(e2e_free_port)
 e2e_guest_start "$name-server" "$initrd" \
-    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 e2e.port=$port" -device "$dev"
+    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 e2e.port=$port" $rnic_io -device "$dev"
 e2e_guest_start "$name-client" "$initrd" \
-    "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 e2e.port=$port" -device "$dev"
+    "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 e2e.port=$port" $rnic_io -device "$dev"
 rc=0
 e2e_guest_wait "$name-client" || rc=1
 e2e_guest_wait "$name-server" || rc=1

@@ -97,18 +97,18 @@ run_mode() {
     loop)
         e2e_rnic_pair
         guest "nvmeof-$m" rnic "role=both ip=$net.1/24 peer=$net.1 port=$p" \
-            -device "$dev"
+            $rnic_io -device "$dev"
         e2e_guest_wait "nvmeof-$m" || rc=1 ;;
     rnic | fault)
         e2e_rnic_pair
         guest "$tgt" rnic "role=target ip=$net.1/24 peer=$net.1 port=$p" \
-            -device "$dev"
+            $rnic_io -device "$dev"
         if [ "$m" = fault ]; then
             guest "$host" rnic "role=host ip=$net.2/24 peer=$net.1 port=$p fault=1 nvmeopts=--reconnect-delay=1_--ctrl-loss-tmo=120" \
-                -device "$dev,fault-drop-after=4194304"
+                $rnic_io -device "$dev,fault-drop-after=4194304"
         else
             guest "$host" rnic "role=host ip=$net.2/24 peer=$net.1 port=$p" \
-                -device "$dev"
+                $rnic_io -device "$dev"
         fi ;;
     rnic-siw)
         # rnic host: 10.0.2.15 -> addr-map 127.0.2.15 -> slirp -> siw.

@@ -137,10 +137,10 @@ args="e2e.port=$port"
 # 32 MiB: far more than the killed rping moves in 3 s, far less than the
 # 130 MB of the last rping.
 e2e_guest_start "$name-server" "$initrd" \
-    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" -device "$dev"
+    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io -device "$dev"
 e2e_guest_start "$name-client" "$initrd" \
     "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args" \
-    -device "$dev,fault-drop-after=33554432"
+    $rnic_io -device "$dev,fault-drop-after=33554432"
 
 rc=0
 e2e_guest_wait "$name-client" || rc=1

@@ -12,6 +12,7 @@
 # (e2e_perf_all in lib/guest-lib.sh); E2E_PERF_DUR: seconds each (-D)
 # instead of 200 iterations;
 # E2E_SERVER_QEMU_ARGS, E2E_CLIENT_QEMU_ARGS: more QEMU options (-trace).
+# E2E_IOTHREAD=1: each device on an IOThread (iothread=).
 . "$(dirname "$0")/lib/e2e.sh"
 
 name=${E2E_NAME:-rdma-rnic}
@@ -72,11 +73,11 @@ port=$(e2e_free_port)
 args="e2e.port=$port e2e.perf=$perf${E2E_PERF_DUR:+ e2e.dur=$E2E_PERF_DUR}"
 # shellcheck disable=SC2086
 e2e_guest_start "$name-server" "$initrd" \
-    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" -device "$dev" \
+    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io -device "$dev" \
     ${E2E_SERVER_QEMU_ARGS:-}
 # shellcheck disable=SC2086
 e2e_guest_start "$name-client" "$initrd" \
-    "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args" -device "$dev" \
+    "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args" $rnic_io -device "$dev" \
     ${E2E_CLIENT_QEMU_ARGS:-}
 
 rc=0

@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The table of make bench-guest (tests/e2e/bench-guest.sh).
 
-perf-table.py RNIC-LOG SIW-LOG TCP-FILE [RNIC-CPU SIW-CPU DUR]: the
-perftest figures that two client guests' consoles hold between
-E2E-PERF-BEGIN TAG and E2E-PERF-END (tests/e2e/lib/guest-lib.sh,
-e2e_perf_all), and the raw TCP figures of tests/bench/tcp-pair in
-TCP-FILE, printed side by side as ratios.  With the CPU files ("USER SYS"
-seconds of each pair's scenario) and the tests' duration: host CPU
-seconds per GiB the bandwidth tests moved.
+perf-table.py TCP-FILE DUR NAME=LOG[:CPU] ...: for each NAME (a pair of
+guests; one of them named siw), the perftest figures its client guest's
+console holds between E2E-PERF-BEGIN TAG and E2E-PERF-END
+(tests/e2e/lib/guest-lib.sh, e2e_perf_all), beside the raw TCP figures of
+tests/bench/tcp-pair in TCP-FILE, with the ratio of every other pair to
+siw and to raw TCP.  CPU: a file holding "USER SYS", the seconds of the
+pair's whole scenario; with it, host CPU seconds per GiB the bandwidth
+tests moved in DUR seconds each.
 """
 import re
 import sys
@@ -87,22 +88,31 @@ def ratio(a, b):
 
 
 def main():
-    rnic, siw, tcp = perf_figures(sys.argv[1]), perf_figures(sys.argv[2]), \
-        tcp_figures(sys.argv[3])
-    print("bench-guest: %-16s %10s %10s %10s %5s %9s %9s" %
-          ("figure", "rnic", "siw", "raw-TCP", "unit", "rnic/siw", "rnic/TCP"))
+    tcp, dur = tcp_figures(sys.argv[1]), float(sys.argv[2])
+    pairs = []                  # (name, figures, cpu file or None)
+    for arg in sys.argv[3:]:
+        name, spec = arg.split("=", 1)
+        log, _, cpu = spec.partition(":")
+        pairs.append((name, perf_figures(log), cpu or None))
+    siw = dict((n, f) for n, f, _ in pairs).get("siw", {})
+    others = [(n, f) for n, f, _ in pairs if n != "siw"]
+    heads = [n for n, _, _ in pairs] + ["raw-TCP", "unit"] + \
+        ["%s/siw" % n for n, _ in others] + ["%s/TCP" % n for n, _ in others]
+    line = "bench-guest: %-16s" + " %10s" * len(heads)
+    print(line % tuple(["figure"] + heads))
     for label, tag, col, unit, tkey in ROWS:
-        r = rnic.get(tag, {}).get(col)
+        vals = [f.get(tag, {}).get(col) for _, f, _ in pairs]
         s = siw.get(tag, {}).get(col)
         t = tcp.get(tkey)
-        print("bench-guest: %-16s %10s %10s %10s %5s %9s %9s" %
-              (label, fmt(r), fmt(s), fmt(t), unit, ratio(r, s), ratio(r, t)))
-    if len(sys.argv) > 6:
-        dur = float(sys.argv[6])
-        r = cpu_per_gib(rnic, sys.argv[4], dur)
-        s = cpu_per_gib(siw, sys.argv[5], dur)
-        print("bench-guest: %-16s %10s %10s %10s %5s %9s %9s" %
-              ("host-cpu/GiB", fmt(r), fmt(s), "-", "s", ratio(r, s), "-"))
+        mine = [f.get(tag, {}).get(col) for _, f in others]
+        print(line % tuple([label] + [fmt(v) for v in vals] + [fmt(t), unit] +
+                           [ratio(v, s) for v in mine] +
+                           [ratio(v, t) for v in mine]))
+    cpu = {n: cpu_per_gib(f, c, dur) if c else None for n, f, c in pairs}
+    print(line % tuple(["host-cpu/GiB"] + [fmt(cpu[n]) for n, _, _ in pairs] +
+                       ["-", "s"] +
+                       [ratio(cpu[n], cpu.get("siw")) for n, _ in others] +
+                       ["-"] * len(others)))
 
 
 if __name__ == "__main__":

@@ -66,10 +66,17 @@ e2e_rnic_verbs_initramfs() {
 # Two rnic guests' addresses and device: net.1 and net.2, guest addresses
 # 10.a.b.x that the default addr-map takes to the host's 127.a.b.x (a
 # random a.b keeps concurrent runs on one host apart), and a -device rnic
-# allowing both endpoints and nothing else (default deny).  Sets net, dev.
+# allowing both endpoints and nothing else (default deny).  Sets net, dev
+# and rnic_io, which goes (unquoted) before every -device "$dev": with
+# E2E_IOTHREAD=1 the IOThread object the device runs on (iothread=).
 e2e_rnic_pair() {
     net=10.$((RANDOM % 200 + 50)).$((RANDOM % 250 + 1))
     dev="rnic,id=rnic0,listen-allow=127${net#10}.0/24,peer-allow=127${net#10}.0/24"
+    rnic_io=""
+    if [ "${E2E_IOTHREAD:-}" = 1 ]; then
+        rnic_io="-object iothread,id=rnicio"
+        dev="$dev,iothread=rnicio"
+    fi
 }
 
 # siw's connection behaviour is set by constants in siw_main.c and
