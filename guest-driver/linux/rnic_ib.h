@@ -80,6 +80,7 @@ struct rnic_ib_cq {
 	u32 *ucons;			/* user CQs: cons, for the process */
 	spinlock_t lock;		/* cons, and polling */
 	u32 cons;			/* entries consumed (free-running) */
+	u32 db_cons;			/* cons as last told to the device */
 	bool armed;			/* req_notify_cq since the last call */
 	u32 arm_cons;			/* cons when it was armed */
 };

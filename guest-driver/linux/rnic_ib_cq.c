@@ -296,11 +296,19 @@ int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		if (rnic_ib_cqe(dev, &c, &wc[n]))
 			n++;
 	}
-	if (cq->cons != start) {
+	if (cq->cons != start && cq->ucons)
+		WRITE_ONCE(*cq->ucons, cq->cons);
+	/*
+	 * The device needs cons only to know the ring has room, so it hears
+	 * of it every half ring, not every poll (an MMIO write is a trap to
+	 * the hypervisor).  No completion waits for room unheard: for one to
+	 * wait while the driver finds the ring empty, the driver must have
+	 * consumed a whole ring since it last told, so it told at the half.
+	 */
+	if (cq->cons - cq->db_cons >= (1u << cq->ring.log_size) / 2) {
 		rnic_write(dev->rdev, RNIC_REG_DB_CQ,
 			   RNIC_DB_VALUE(cq->cqn, cq->cons));
-		if (cq->ucons)
-			WRITE_ONCE(*cq->ucons, cq->cons);
+		cq->db_cons = cq->cons;
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
