@@ -10,8 +10,8 @@
  * drains the mailbox at the start of each work-queue run, under the lock,
  * and applies each index as the doorbell would have (rnic-wq.c checks it
  * there).  Indexes are absolute, so a newer one written before the drain
- * replaces the older: what the device acts on is the latest, as when a
- * doorbell write overtakes another on a bus.
+ * replaces the older: the device acts on the latest, as a hardware RNIC
+ * that reads its doorbell register once after several writes.
  *
  * Protocol (no lock): the writer swaps its value into the slot and, only
  * if the slot was empty, sets the pending bit and schedules the bottom
@@ -29,57 +29,54 @@
 
 #define RNIC_DB_FULL (1u << 16)     /* a slot holds index | FULL */
 
-/* The mailbox slot of (register, id), or -1 for the locked path. */
-static int64_t rnic_db_slot(RnicState *s, hwaddr reg, uint32_t id)
-{
-    int64_t nqp = s->limits.max_qp + 1ll, ncq = s->limits.max_cq + 1ll;
-    int64_t nsrq = s->limits.max_srq + 1ll, base, n;
+/* The mailbox: the slots of every SQ, then RQ, CQ and SRQ, by id. */
+static const hwaddr rnic_db_regs[] = {
+    RNIC_REG_DB_SQ, RNIC_REG_DB_RQ, RNIC_REG_DB_CQ, RNIC_REG_DB_SRQ,
+};
 
-    switch (reg) {
-    case RNIC_REG_DB_SQ:
-        base = 0, n = nqp;
-        break;
-    case RNIC_REG_DB_RQ:
-        base = nqp, n = nqp;
-        break;
-    case RNIC_REG_DB_CQ:
-        base = 2 * nqp, n = ncq;
-        break;
-    case RNIC_REG_DB_SRQ:
-        base = 2 * nqp + ncq, n = nsrq;
-        break;
-    default:
-        return -1;              /* CQ_ARM and the rest take the lock */
-    }
-    return id < n ? base + id : -1;
+static void rnic_db_counts(RnicState *s, int64_t n[4])
+{
+    n[0] = n[1] = s->limits.max_qp + 1ll;
+    n[2] = s->limits.max_cq + 1ll;
+    n[3] = s->limits.max_srq + 1ll;
 }
 
-static void rnic_db_of_slot(RnicState *s, uint64_t slot, hwaddr *reg,
-                            uint32_t *id)
+/* The slot of (register, id), or -1 for the locked path (CQ_ARM, ...). */
+static int64_t rnic_db_slot(RnicState *s, hwaddr reg, uint32_t id)
 {
-    static const hwaddr regs[] = {
-        RNIC_REG_DB_SQ, RNIC_REG_DB_RQ, RNIC_REG_DB_CQ, RNIC_REG_DB_SRQ,
-    };
-    uint64_t n[] = {
-        s->limits.max_qp + 1ull, s->limits.max_qp + 1ull,
-        s->limits.max_cq + 1ull, s->limits.max_srq + 1ull,
-    };
+    int64_t n[4], base = 0;
+
+    rnic_db_counts(s, n);
+    for (int i = 0; i < 4; base += n[i++]) {
+        if (reg == rnic_db_regs[i]) {
+            return id < n[i] ? base + id : -1;
+        }
+    }
+    return -1;
+}
+
+static hwaddr rnic_db_of_slot(RnicState *s, int64_t slot, uint32_t *id)
+{
+    int64_t n[4];
     int i = 0;
 
+    rnic_db_counts(s, n);
     while (slot >= n[i]) {
         slot -= n[i++];
     }
-    *reg = regs[i];
     *id = slot;
+    return rnic_db_regs[i];
 }
 
 void rnic_db_init(RnicState *s)
 {
+    int64_t n[4];
+
     if (!s->ctx) {
         return;                 /* the BQL serialises; no mailbox */
     }
-    s->db_slots = 2 * (s->limits.max_qp + 1ull) + s->limits.max_cq + 1 +
-                  s->limits.max_srq + 1;
+    rnic_db_counts(s, n);
+    s->db_slots = n[0] + n[1] + n[2] + n[3];
     s->db_mail = g_new0(uint32_t, s->db_slots);
     s->db_pending = bitmap_new(s->db_slots);
 }
@@ -129,7 +126,7 @@ void rnic_db_drain(RnicState *s, bool apply)
 
             bits &= bits - 1;
             if (v && apply) {
-                rnic_db_of_slot(s, slot, &reg, &id);
+                reg = rnic_db_of_slot(s, slot, &id);
                 rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff));
             }
         }
