@@ -94,8 +94,8 @@ bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val)
 {
     int64_t slot;
 
-    if (!s->db_mail || !s->wq_bh) {
-        return false;
+    if (!s->db_mail) {
+        return false;           /* no IOThread, or torn down with wq_bh */
     }
     slot = rnic_db_slot(s, reg, RNIC_DB_ID(val));
     if (slot < 0) {
@@ -116,8 +116,13 @@ void rnic_db_drain(RnicState *s, bool apply)
         return;
     }
     for (uint64_t w = 0; w < BITS_TO_LONGS(s->db_slots); w++) {
-        unsigned long bits = qatomic_xchg(&s->db_pending[w], 0);
+        unsigned long bits;
 
+        /* A plain read first: most words are empty, a swap is not free. */
+        if (!qatomic_read(&s->db_pending[w])) {
+            continue;
+        }
+        bits = qatomic_xchg(&s->db_pending[w], 0);
         while (bits) {
             uint64_t slot = w * BITS_PER_LONG + ctzl(bits);
             uint32_t v = qatomic_xchg(&s->db_mail[slot], 0);
