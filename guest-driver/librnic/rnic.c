@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * librnic: matches the rnic PCI function (an out-of-tree driver has no
- * driver id of its own: RDMA_DRIVER_UNKNOWN), opens a context, and runs
- * every verb through the kernel's uverbs commands (ipathverbs is the
- * pattern).  create_qp_ex adds the ibv_wr_* API (rnic_wr.c).
+ * driver id of its own: RDMA_DRIVER_UNKNOWN), opens a context, asking for
+ * direct mode, and runs the control verbs through the kernel's uverbs
+ * commands (ipathverbs is the pattern).  A context is direct or not as a
+ * whole: the kernel makes every CQ and QP of a context that got its
+ * doorbell page direct, so a page that cannot be mapped fails the open.
+ * create_qp_ex adds the ibv_wr_* API (rnic_wr.c).
  */
 #include <config.h>
 
@@ -11,14 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "rnic.h"
 
 struct rnic_device {
 	struct verbs_device ibv_dev;
-};
-
-struct rnic_context {
-	struct verbs_context ibv_ctx;
 };
 
 static int rnic_query_device(struct ibv_context *ctx,
@@ -113,22 +113,45 @@ static int rnic_qp_wr_alloc(struct rnic_qp *qp, uint32_t max_send_wr)
 
 static void rnic_qp_free(struct rnic_qp *qp)
 {
+	if (qp->direct)
+		rnic_qp_direct_free(qp);
 	free(qp->wrs);
 	free(qp->sges);
 	free(qp->inl);
 	free(qp);
 }
 
+/* What the QP needs in user space once the kernel has made it. */
+static int rnic_qp_setup(struct rnic_qp *qp, struct ibv_qp_init_attr_ex *attr,
+			 const struct rnic_ib_create_qp_resp *drv)
+{
+	int ret = 0;
+
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ret = rnic_qp_wr_alloc(qp, attr->cap.max_send_wr);
+		if (ret)
+			return ret;
+		rnic_wr_init(qp, attr->send_ops_flags);
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	if (drv->flags & RNIC_IB_DIRECT)
+		ret = rnic_qp_direct_init(qp, drv, attr->sq_sig_all);
+	return ret;
+}
+
 static struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ctx,
 					struct ibv_qp_init_attr_ex *attr)
 {
-	struct ib_uverbs_ex_create_qp_resp resp = {};
+	struct {
+		struct ib_uverbs_ex_create_qp_resp ibv;
+		struct rnic_ib_create_qp_resp drv;
+	} resp = {};
 	struct ibv_create_qp_ex cmd = {};
-	bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	struct rnic_qp *qp;
 	int ret;
 
-	if (wr_api && rnic_wr_check(attr->send_ops_flags)) {
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    rnic_wr_check(attr->send_ops_flags)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -136,22 +159,16 @@ static struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ctx,
 	if (!qp)
 		return NULL;
 	ret = ibv_cmd_create_qp_ex2(ctx, &qp->vqp, attr, &cmd, sizeof(cmd),
-				    &resp, sizeof(resp));
+				    &resp.ibv, sizeof(resp));
+	if (!ret) {
+		ret = rnic_qp_setup(qp, attr, &resp.drv);
+		if (ret)
+			ibv_cmd_destroy_qp(&qp->vqp.qp);
+	}
 	if (ret) {
 		rnic_qp_free(qp);
 		errno = ret;
 		return NULL;
-	}
-	if (wr_api) {
-		ret = rnic_qp_wr_alloc(qp, attr->cap.max_send_wr);
-		if (ret) {
-			ibv_cmd_destroy_qp(&qp->vqp.qp);
-			rnic_qp_free(qp);
-			errno = ret;
-			return NULL;
-		}
-		rnic_wr_init(qp, attr->send_ops_flags);
-		qp->vqp.comp_mask |= VERBS_QP_EX;
 	}
 	return &qp->vqp.qp;
 }
@@ -195,11 +212,15 @@ static int rnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 
 static int rnic_destroy_qp(struct ibv_qp *ibqp)
 {
+	struct rnic_qp *qp = to_rqp(ibqp);
 	int ret = ibv_cmd_destroy_qp(ibqp);
 
-	if (!ret)
-		rnic_qp_free(to_rqp(ibqp));
-	return ret;
+	if (ret)
+		return ret;
+	if (qp->direct)
+		rnic_qp_direct_forget(qp);
+	rnic_qp_free(qp);
+	return 0;
 }
 
 static void rnic_free_context(struct ibv_context *ibctx);
@@ -221,25 +242,66 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.query_qp	= rnic_query_qp,
 	.modify_qp	= rnic_modify_qp,
 	.destroy_qp	= rnic_destroy_qp,
-	.post_send	= ibv_cmd_post_send,
-	.post_recv	= ibv_cmd_post_recv,
+	.post_send	= rnic_post_send,
+	.post_recv	= rnic_post_recv,
 };
+
+/* RNIC_DIRECT=0: everything through the kernel, as before (A/B runs). */
+static bool rnic_want_direct(void)
+{
+	const char *env = getenv("RNIC_DIRECT");
+
+	return !env || strcmp(env, "0");
+}
+
+/* GET_CONTEXT, then the doorbell page if direct mode was granted. */
+static int rnic_get_context(struct rnic_context *ctx, int cmd_fd)
+{
+	struct {
+		struct ibv_get_context ibv;
+		struct rnic_ib_alloc_ucontext_req drv;
+	} cmd = {};
+	struct {
+		struct ib_uverbs_get_context_resp ibv;
+		struct rnic_ib_alloc_ucontext_resp drv;
+	} resp = {};
+	void *db;
+	int ret;
+
+	if (rnic_want_direct())
+		cmd.drv.flags = RNIC_IB_DIRECT;
+	ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv, sizeof(cmd),
+				  &resp.ibv, sizeof(resp));
+	if (ret)
+		return ret;
+	if (!(resp.drv.flags & RNIC_IB_DIRECT) || !resp.drv.udb_len)
+		return 0;
+	db = mmap(NULL, resp.drv.udb_len, PROT_WRITE, MAP_SHARED, cmd_fd,
+		  resp.drv.udb_key);
+	if (db == MAP_FAILED)
+		return errno;
+	ctx->db = db;
+	ctx->db_len = resp.drv.udb_len;
+	return 0;
+}
 
 static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
 						int cmd_fd, void *private_data)
 {
-	struct ib_uverbs_get_context_resp resp;
-	struct ibv_get_context cmd;
 	struct rnic_context *ctx;
+	int ret;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
 					   RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;
-	if (ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), &resp,
-				sizeof(resp))) {
+	pthread_mutex_init(&ctx->qp_lock, NULL);
+	ret = rnic_get_context(ctx, cmd_fd);
+	if (ret) {
+		pthread_mutex_destroy(&ctx->qp_lock);
 		verbs_uninit_context(&ctx->ibv_ctx);
 		free(ctx);
+		errno = ret;
 		return NULL;
 	}
 	verbs_set_ops(&ctx->ibv_ctx, &rnic_ctx_ops);
@@ -248,9 +310,14 @@ static struct verbs_context *rnic_alloc_context(struct ibv_device *ibdev,
 
 static void rnic_free_context(struct ibv_context *ibctx)
 {
-	struct rnic_context *ctx = container_of(ibctx, struct rnic_context,
-						ibv_ctx.context);
+	struct rnic_context *ctx = to_rctx(ibctx);
+	int i;
 
+	if (ctx->db)
+		munmap(ctx->db, ctx->db_len);
+	for (i = 0; i < RNIC_QP_TBL; i++)
+		free(ctx->qp_tbl[i]);
+	pthread_mutex_destroy(&ctx->qp_lock);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }

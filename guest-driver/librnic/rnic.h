@@ -1,16 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * librnic: the rdma-core provider of the rnic device (PCI 1234:7269).
- * Every verb goes through the kernel driver's uverbs commands, posts and
- * polls included (write() commands the driver enables); only each CQ's
- * ring is mapped, read-only, so that polling an empty CQ makes no system
- * call (rnic_cq.c).  rnic_wr.c adds the ibv_wr_* send API of
- * create_qp_ex on top of ibv_cmd_post_send().
+ * Control verbs go through the kernel driver's uverbs commands.  The data
+ * path runs in one of two modes, chosen per process when the context is
+ * opened (guest-driver/rnic-ib-uapi.h):
+ *  - direct mode, when the driver grants it a doorbell page: librnic
+ *    writes WQEs into the QPs' rings and rings the device itself
+ *    (rnic_qp.c), and consumes CQEs itself (rnic_cq.c), so posting and
+ *    polling make no system call (under TCG a guest system call costs
+ *    microseconds); only req_notify_cq asks the kernel, which keeps the
+ *    arm state its interrupt handler needs;
+ *  - otherwise (RNIC_DIRECT=0 for A/B runs, an older driver, no page
+ *    left), posts and polls are uverbs commands, and only each CQ's ring
+ *    is mapped, read-only, so that polling an empty CQ makes no call.
+ * rnic_wr.c adds the ibv_wr_* send API of create_qp_ex on top of post_send.
  */
 #ifndef RNIC_PROVIDER_H
 #define RNIC_PROVIDER_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <infiniband/driver.h>
+#include <util/mmio.h>
 /*
  * The repository's include/rnic/rnic-abi.h and guest-driver/
  * rnic-ib-uapi.h, copied in by the build.
@@ -21,8 +32,50 @@
 #define RNIC_MAX_SGE	RNIC_WQE_MAX_SGE
 #define RNIC_INLINE_MAX	RNIC_WQE_INLINE_MAX
 
+/* The qpn -> QP table of direct CQs: RNIC_QP_TBL blocks of as many. */
+#define RNIC_QP_TBL	256
+
+struct rnic_context {
+	struct verbs_context ibv_ctx;
+	uint8_t *db;			/* the doorbell page; NULL: not direct */
+	size_t db_len;
+	/*
+	 * Direct CQs find a CQE's QP here, without a lock: device numbers
+	 * are below 65536, and a block, once there, stays until the context
+	 * goes, so a poll never races with a free.
+	 */
+	pthread_mutex_t qp_lock;	/* writers of qp_tbl */
+	struct rnic_qp **qp_tbl[RNIC_QP_TBL];
+};
+
+static inline struct rnic_context *to_rctx(struct ibv_context *ctx)
+{
+	return container_of(ctx, struct rnic_context, ibv_ctx.context);
+}
+
+/* Direct mode: tells the device of a queue's new index. */
+static inline void rnic_doorbell(struct rnic_context *ctx, uint32_t reg,
+				 uint32_t id, uint32_t idx)
+{
+	mmio_write32(ctx->db + reg, RNIC_DB_VALUE(id, idx));
+}
+
+/* A direct QP's send or receive queue, as the kernel driver keeps one. */
+struct rnic_wq {
+	pthread_spinlock_t lock;	/* posters */
+	void *ring;			/* 1 << log_size WQEs, mapped */
+	size_t len;
+	uint64_t *wr_id;		/* the user's, per slot */
+	uint32_t log_size;
+	uint32_t prod;			/* posted, free-running */
+	uint32_t done;			/* completed, set by poll */
+};
+
 struct rnic_qp {
 	struct verbs_qp vqp;
+	bool direct;			/* false: the kernel posts */
+	bool sig_all;
+	struct rnic_wq sq, rq;
 	/* ibv_wr_*: the WRs between wr_start and wr_complete. */
 	struct ibv_send_wr *wrs;
 	struct ibv_sge *sges;
@@ -45,6 +98,18 @@ struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
 			      struct ibv_comp_channel *channel, int vector);
 int rnic_destroy_cq(struct ibv_cq *cq);
 int rnic_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+void rnic_cq_sync(struct ibv_cq *cq);
+
+struct rnic_qp *rnic_qp_find(struct rnic_context *ctx, uint32_t qpn);
+int rnic_qp_direct_init(struct rnic_qp *qp,
+			const struct rnic_ib_create_qp_resp *resp,
+			bool sig_all);
+void rnic_qp_direct_forget(struct rnic_qp *qp);
+void rnic_qp_direct_free(struct rnic_qp *qp);
+int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad);
+int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad);
 
 int rnic_wr_check(uint64_t send_ops_flags);
 void rnic_wr_init(struct rnic_qp *qp, uint64_t send_ops_flags);

@@ -2,10 +2,12 @@
 /*
  * The ibv_wr_* send API (create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
  * Debian's perftest uses it only on a few vendors' devices, not on rnic;
- * tests/e2e/verbs-abi-check.c checks a QP offers it).  The WRs of one wr_start..wr_complete batch
- * are built as an ibv_send_wr list in the QP and handed to the kernel in
- * one post at wr_complete; an error in building one (too many WRs or SGEs,
- * too much inline data) is reported there and nothing of the batch is posted.
+ * tests/e2e/verbs-abi-check.c checks a QP offers it).  The WRs of one
+ * wr_start..wr_complete batch are built as an ibv_send_wr list in the QP
+ * and go to post_send at wr_complete, as one post (into the rings in
+ * direct mode, else to the kernel); an error in building one (too many
+ * WRs or SGEs, too much inline data) is reported there and nothing of the
+ * batch is posted.
  */
 #include <errno.h>
 #include <string.h>
@@ -149,8 +151,8 @@ static void rnic_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
 
 /*
  * Inline data: the caller may reuse its buffer on return, but the batch
- * reaches the kernel only at wr_complete, so the bytes wait in the WR's
- * own RNIC_INLINE_MAX-byte slot; the kernel copies them into the WQE
+ * is posted only at wr_complete, so the bytes wait in the WR's own
+ * RNIC_INLINE_MAX-byte slot; post_send copies them into the WQE
  * (IBV_SEND_INLINE).
  */
 static void rnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num,
@@ -206,7 +208,7 @@ static int rnic_wr_complete(struct ibv_qp_ex *qpx)
 		for (i = 0; i + 1 < qp->n; i++)
 			qp->wrs[i].next = &qp->wrs[i + 1];
 		qp->wrs[qp->n - 1].next = NULL;
-		err = ibv_cmd_post_send(&qp->vqp.qp, qp->wrs, &bad);
+		err = rnic_post_send(&qp->vqp.qp, qp->wrs, &bad);
 	}
 	qp->n = 0;
 	qp->err = 0;

@@ -26,6 +26,9 @@
 struct rnic_ib_dev;
 
 /* A ring of fixed-size entries in coherent DMA memory. */
+/* The oldest device ABI minor this driver runs on (0.2). */
+#define RNIC_DRV_ABI_MINOR	2
+
 struct rnic_ring {
 	void *va;
 	dma_addr_t dma;

@@ -17,6 +17,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
 #include "rnic.h"
+#include "../rnic-ib-uapi.h"
 
 struct rnic_ib_dev {
 	struct ib_device ibdev;
@@ -39,11 +40,18 @@ struct rnic_ib_dev {
 	struct mutex cm_lock;		/* every cep and lep, and qp->cep */
 	struct list_head leps;		/* listening cm_ids */
 	atomic_t next_key;		/* STag keys, round robin */
+	/* Doorbell pages of BAR 4 for direct contexts (rnic_ib_umap.c). */
+	u32 udb_pages;
+	struct ida udb_ida;
 	bool dead;			/* unregistering: no more iw_cm events */
 };
 
+/* A direct context's doorbell page: udb = page + 1; 0: not direct. */
+struct rnic_ib_umap;
 struct rnic_ib_ucontext {
 	struct ib_ucontext ibuc;
+	u32 udb;
+	struct rnic_ib_umap *udb_map;
 };
 
 struct rnic_ib_pd {
@@ -62,13 +70,19 @@ struct rnic_ib_mr {
 };
 
 /*
- * Pages mapped into a process (a user CQ's ring): they live until the
- * mapping is gone and the entry removed, whichever is last.
+ * What a process maps (rnic_ib_umap.c): a ring's own pages, which live
+ * until the mapping is gone and the entry removed, whichever is last; or
+ * a doorbell page of BAR 4 (io), whose number is free again only then.
  */
 struct rnic_ib_umap {
 	struct rdma_user_mmap_entry rdma;
 	void *va;
 	size_t len;
+	bool writable;			/* direct mode: the process writes */
+	bool inserted;			/* an mmap entry: removal frees it */
+	phys_addr_t io;			/* a doorbell page, or 0 */
+	struct rnic_ib_dev *dev;	/* io: whose udb_ida */
+	u32 udb;
 };
 
 struct rnic_ib_cq {
@@ -77,7 +91,9 @@ struct rnic_ib_cq {
 	u8 vector;			/* MSI-X vector 1..7 */
 	struct rnic_ring ring;
 	struct rnic_ib_umap *umap;	/* user CQs: the ring's own pages */
-	u32 *ucons;			/* user CQs: cons, for the process */
+	u32 *ucons;			/* user CQs: cons, for (direct: by) the
+					 * process */
+	bool direct;			/* the process polls (rnic-ib-uapi.h) */
 	spinlock_t lock;		/* cons, and polling */
 	u32 cons;			/* entries consumed (free-running) */
 	u32 db_cons;			/* cons as last told to the device */
@@ -91,6 +107,7 @@ struct rnic_ib_qp {
 	struct ib_qp ibqp;
 	u32 qpn;
 	struct rnic_ring sq, rq;
+	struct rnic_ib_umap *sq_map, *rq_map;	/* direct: the process posts */
 	spinlock_t sq_lock, rq_lock;
 	u32 sq_prod, rq_prod;		/* posted (free-running) */
 	u32 sq_done, rq_done;		/* completed, set by poll */
@@ -172,10 +189,21 @@ int rnic_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
 		      int sg_nents, unsigned int *sg_offset);
 int rnic_ib_fast_reg_wqe(const struct ib_reg_wr *wr, struct rnic_sq_wqe *w);
 
-int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		      struct ib_udata *udata);
+int rnic_ib_umap_ring(struct rnic_ib_dev *dev, struct rnic_ring *r, u32 log,
+		      u32 esize, size_t extra, bool writable,
+		      struct rnic_ib_umap **out);
+void rnic_ib_umap_ring_free(struct rnic_ib_dev *dev, struct rnic_ring *r,
+			    struct rnic_ib_umap *m);
+int rnic_ib_umap_insert(struct ib_udata *udata, struct rnic_ib_umap *m,
+			u64 *key);
+struct rnic_ib_ucontext *rnic_ib_uctx(struct ib_udata *udata);
+int rnic_ib_udb_get(struct rnic_ib_dev *dev, struct rnic_ib_ucontext *uc);
+void rnic_ib_udb_put(struct rnic_ib_ucontext *uc);
 int rnic_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void rnic_ib_mmap_free(struct rdma_user_mmap_entry *entry);
+
+int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		      struct ib_udata *udata);
 int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

@@ -1,128 +1,55 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Completion queues: the device's CQ ring in coherent memory, polled by
- * the driver (kernel users and the uverbs POLL_CQ write() command alike).
- * A CQE's wr_id is the driver's index of the WQE it completes; the user's
- * wr_id is kept per slot (rnic_ib_qp.c), and the index tells how far the
- * queue has drained, since one queue's completions come in order.
+ * Completion queues: the device's CQ ring, polled by the driver (kernel
+ * users and the uverbs POLL_CQ write() command alike) or, in a direct
+ * context, by the process itself (rnic-ib-uapi.h).  A CQE's wr_id is the
+ * poller's index of the WQE it completes; the user's wr_id is kept per
+ * slot (rnic_ib_qp.c), and the index tells how far the queue has drained,
+ * since one queue's completions come in order.
  */
 #include <linux/interrupt.h>
 #include <linux/mm.h>
 #include <rdma/uverbs_ioctl.h>
 #include "rnic_ib.h"
-#include "../rnic-ib-uapi.h"
 
-/*
- * A user CQ's ring, in pages of its own rather than coherent memory, as
- * efa does: mapped into the process with vm_insert_page(), they stay
- * allocated while a mapping holds them, so neither order of unmapping and
- * destroying frees memory the process or the device still uses.  The
- * device gets a streaming mapping (x86 is coherent; the DMA mask is 64
- * bits, so nothing is bounced).  One more page after the ring holds cons.
- */
+/* A user CQ's ring, then one page for cons (rnic_ib_umap.c). */
 static int rnic_ib_cq_uring(struct rnic_ib_dev *dev, struct rnic_ib_cq *cq,
 			    u32 log)
 {
-	struct device *d = &dev->rdev->pdev->dev;
-	size_t bytes = PAGE_ALIGN((size_t)RNIC_CQE_SIZE << log);
-	struct rnic_ib_umap *m = kzalloc(sizeof(*m), GFP_KERNEL);
+	int err = rnic_ib_umap_ring(dev, &cq->ring, log, RNIC_CQE_SIZE,
+				    PAGE_SIZE, cq->direct, &cq->umap);
 
-	if (!m)
-		return -ENOMEM;
-	m->len = bytes + PAGE_SIZE;
-	m->va = alloc_pages_exact(m->len, GFP_KERNEL | __GFP_ZERO);
-	if (!m->va)
-		goto err;
-	cq->ring.dma = dma_map_single(d, m->va, bytes, DMA_BIDIRECTIONAL);
-	if (dma_mapping_error(d, cq->ring.dma))
-		goto err_pages;
-	cq->ring.va = m->va;
-	cq->ring.bytes = bytes;
-	cq->ring.log_size = log;
-	cq->ucons = m->va + bytes;
-	cq->umap = m;
-	return 0;
-
-err_pages:
-	free_pages_exact(m->va, m->len);
-err:
-	kfree(m);
-	return -ENOMEM;
+	if (!err)
+		cq->ucons = cq->ring.va + cq->ring.bytes;
+	return err;
 }
 
-/* Once the entry is in, its removal frees the pages (rnic_ib_mmap_free). */
 static void rnic_ib_cq_ring_free(struct rnic_ib_dev *dev,
-				 struct rnic_ib_cq *cq, bool inserted)
+				 struct rnic_ib_cq *cq)
 {
-	if (!cq->umap) {
+	if (cq->umap)
+		rnic_ib_umap_ring_free(dev, &cq->ring, cq->umap);
+	else
 		rnic_ring_free(dev->rdev, &cq->ring);
-		return;
-	}
-	dma_unmap_single(&dev->rdev->pdev->dev, cq->ring.dma, cq->ring.bytes,
-			 DMA_BIDIRECTIONAL);
-	if (inserted) {
-		rdma_user_mmap_entry_remove(&cq->umap->rdma);
-		return;
-	}
-	free_pages_exact(cq->umap->va, cq->umap->len);
-	kfree(cq->umap);
 }
 
-/* Offers the ring to the process; *inserted says if the entry went in. */
-static int rnic_ib_cq_export(struct rnic_ib_cq *cq, struct ib_udata *udata,
-			     bool *inserted)
+/* Offers the ring to the process. */
+static int rnic_ib_cq_export(struct rnic_ib_cq *cq, struct ib_udata *udata)
 {
 	struct rnic_ib_create_cq_resp resp = {
 		.mmap_len = cq->umap->len,
 		.log_size = cq->ring.log_size,
+		.cqn = cq->cqn,
+		.flags = cq->direct ? RNIC_IB_DIRECT : 0,
 	};
-	struct rnic_ib_ucontext *uctx = rdma_udata_to_drv_context(
-		udata, struct rnic_ib_ucontext, ibuc);
+	u64 key;
 	int err;
 
-	err = rdma_user_mmap_entry_insert(&uctx->ibuc, &cq->umap->rdma,
-					  cq->umap->len);
+	err = rnic_ib_umap_insert(udata, cq->umap, &key);
 	if (err)
 		return err;
-	*inserted = true;
-	resp.mmap_key = rdma_user_mmap_get_offset(&cq->umap->rdma);
+	resp.mmap_key = key;
 	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
-}
-
-int rnic_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
-{
-	struct rdma_user_mmap_entry *e = rdma_user_mmap_entry_get(uctx, vma);
-	struct rnic_ib_umap *m;
-	unsigned long off;
-	int err = 0;
-
-	if (!e)
-		return -EINVAL;
-	m = container_of(e, struct rnic_ib_umap, rdma);
-	/* The device writes the ring; the process only reads it. */
-	if (vma->vm_flags & VM_WRITE) {
-		err = -EPERM;
-		goto out;
-	}
-	if (vma->vm_end - vma->vm_start != m->len) {
-		err = -EINVAL;
-		goto out;
-	}
-	vma->vm_flags &= ~VM_MAYWRITE;
-	for (off = 0; off < m->len && !err; off += PAGE_SIZE)
-		err = vm_insert_page(vma, vma->vm_start + off,
-				     virt_to_page(m->va + off));
-out:
-	rdma_user_mmap_entry_put(e);
-	return err;
-}
-
-void rnic_ib_mmap_free(struct rdma_user_mmap_entry *entry)
-{
-	struct rnic_ib_umap *m = container_of(entry, struct rnic_ib_umap, rdma);
-
-	free_pages_exact(m->va, m->len);
-	kfree(m);
 }
 
 int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -132,8 +59,7 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct rnic_ib_cq *cq = to_rcq(ibcq);
 	struct rnic_cmd_create_cq p = { };
 	struct rnic_cmd cmd;
-	bool inserted = false;
-	u32 log;
+	u32 log, udb = 0;
 	int err;
 
 	if (attr->flags || !attr->cqe ||
@@ -141,10 +67,16 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 	log = max_t(u32, order_base_2(attr->cqe), 1);
 	spin_lock_init(&cq->lock);
-	if (udata && udata->outlen >= sizeof(struct rnic_ib_create_cq_resp))
+	/* The first three fields are all an older librnic knows of. */
+	if (udata && udata->outlen >= offsetof(struct rnic_ib_create_cq_resp,
+					       cqn)) {
+		/* A direct context's CQs are consumed by the process. */
+		udb = rnic_ib_uctx(udata)->udb;
+		cq->direct = udb;
 		err = rnic_ib_cq_uring(dev, cq, log);
-	else
+	} else {
 		err = rnic_ring_alloc(dev->rdev, &cq->ring, log, RNIC_CQE_SIZE);
+	}
 	if (err)
 		return err;
 	cq->vector = RNIC_MSIX_VEC_ADMIN + 1 +
@@ -152,12 +84,13 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	p.ring_addr = cpu_to_le64(cq->ring.dma);
 	p.log_size = log;
 	p.msix_vector = cq->vector;
+	p.udb = cpu_to_le32(udb);
 	err = rnic_ib_cmd(dev, RNIC_CMD_CREATE_CQ, &p, sizeof(p), &cmd);
 	if (err)
 		goto err_ring;
 	cq->cqn = le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
 	if (cq->umap) {
-		err = rnic_ib_cq_export(cq, udata, &inserted);
+		err = rnic_ib_cq_export(cq, udata);
 		if (err)
 			goto err_cq;
 	}
@@ -170,7 +103,7 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_cq:
 	rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
 err_ring:
-	rnic_ib_cq_ring_free(dev, cq, inserted);
+	rnic_ib_cq_ring_free(dev, cq);
 	return err;
 }
 
@@ -186,18 +119,33 @@ int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	xa_erase_irq(&dev->cqs, cq->cqn);
 	/* The vector's handler may have found the CQ just before. */
 	synchronize_irq(pci_irq_vector(dev->rdev->pdev, cq->vector));
-	rnic_ib_cq_ring_free(dev, cq, !!cq->umap);
+	rnic_ib_cq_ring_free(dev, cq);
 	return 0;
+}
+
+/* Entries consumed: the driver's count, or a direct process's own. */
+static u32 rnic_ib_cq_cons(struct rnic_ib_cq *cq)
+{
+	return cq->direct ? READ_ONCE(*cq->ucons) : cq->cons;
+}
+
+/*
+ * The entry after @cons if the device has written it.  A direct process
+ * may write any cons: the index is masked, and only its own events err.
+ */
+static struct rnic_cq_entry *rnic_ib_cq_at(struct rnic_ib_cq *cq, u32 cons)
+{
+	u32 mask = (1u << cq->ring.log_size) - 1;
+	struct rnic_cq_entry *e = (struct rnic_cq_entry *)cq->ring.va +
+				  (cons & mask);
+	u8 phase = ((cons >> cq->ring.log_size) & 1) ^ 1;
+
+	return (READ_ONCE(e->phase) & 1) == phase ? e : NULL;
 }
 
 static struct rnic_cq_entry *rnic_ib_cq_next(struct rnic_ib_cq *cq)
 {
-	u32 mask = (1u << cq->ring.log_size) - 1;
-	struct rnic_cq_entry *e = (struct rnic_cq_entry *)cq->ring.va +
-				  (cq->cons & mask);
-	u8 phase = ((cq->cons >> cq->ring.log_size) & 1) ^ 1;
-
-	return (READ_ONCE(e->phase) & 1) == phase ? e : NULL;
+	return rnic_ib_cq_at(cq, rnic_ib_cq_cons(cq));
 }
 
 static enum ib_wc_status rnic_ib_wc_status(u8 status)
@@ -252,7 +200,8 @@ static bool rnic_ib_cqe(struct rnic_ib_dev *dev, const struct rnic_cq_entry *c,
 	struct rnic_ib_qp *qp = xa_load(&dev->qps, le32_to_cpu(c->qpn));
 	u32 idx = (u32)le64_to_cpu(c->wr_id);
 
-	if (!qp)
+	/* A direct QP's indexes are the process's: not ours to translate. */
+	if (!qp || qp->sq_map)
 		return false;
 	memset(wc, 0, sizeof(*wc));
 	if (c->opcode == RNIC_WQE_RECV) {
@@ -287,6 +236,8 @@ int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	u32 start;
 	int n = 0;
 
+	if (cq->direct)
+		return -EINVAL;		/* the process polls it itself */
 	spin_lock_irqsave(&cq->lock, flags);
 	start = cq->cons;
 	while (n < num && (e = rnic_ib_cq_next(cq))) {
@@ -329,7 +280,7 @@ int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 
 	spin_lock_irqsave(&cq->lock, irqflags);
 	cq->armed = true;
-	cq->arm_cons = cq->cons;
+	cq->arm_cons = rnic_ib_cq_cons(cq);
 	rnic_write(dev->rdev, RNIC_REG_DB_CQ_ARM, cq->cqn | arm);
 	missed = rnic_ib_cq_next(cq);
 	spin_unlock_irqrestore(&cq->lock, irqflags);
@@ -354,7 +305,7 @@ void rnic_ib_cq_vector(struct rnic_ib_dev *dev, unsigned int vector)
 		 * hear of it (verbs allows a spurious event, not a lost one).
 		 */
 		fire = cq->armed && (rnic_ib_cq_next(cq) ||
-				     cq->cons != cq->arm_cons);
+				     rnic_ib_cq_cons(cq) != cq->arm_cons);
 		if (fire)
 			cq->armed = false;
 		spin_unlock(&cq->lock);

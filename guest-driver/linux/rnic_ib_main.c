@@ -111,24 +111,46 @@ static int rnic_ib_query_gid(struct ib_device *ibdev, u32 port, int idx,
 }
 
 /*
- * Contexts hold nothing: queues are reached through write() verbs, and
- * the CQ rings a context maps are entries of the core's (rnic_ib_cq.c).
+ * A context asks for direct mode (rnic-ib-uapi.h) and gets it if a
+ * doorbell page is free; otherwise its verbs go through the kernel.
  */
-static int rnic_ib_alloc_ucontext(struct ib_ucontext *uctx,
+static int rnic_ib_alloc_ucontext(struct ib_ucontext *ibuc,
 				  struct ib_udata *udata)
 {
-	return 0;
+	struct rnic_ib_ucontext *uc = container_of(ibuc, struct rnic_ib_ucontext,
+						   ibuc);
+	struct rnic_ib_alloc_ucontext_req req = { };
+	struct rnic_ib_alloc_ucontext_resp resp = { };
+	int err;
+
+	if (ib_copy_from_udata(&req, udata, min(udata->inlen, sizeof(req))))
+		return -EFAULT;
+	if (req.flags & RNIC_IB_DIRECT) {
+		err = rnic_ib_udb_get(to_rdev(ibuc->device), uc);
+		if (err)
+			return err;
+	}
+	if (uc->udb) {
+		resp.udb_key = rdma_user_mmap_get_offset(&uc->udb_map->rdma);
+		resp.udb_len = uc->udb_map->len;
+		resp.flags = RNIC_IB_DIRECT;
+	}
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (err)
+		rnic_ib_udb_put(uc);
+	return err;
 }
 
-static void rnic_ib_dealloc_ucontext(struct ib_ucontext *uctx)
+static void rnic_ib_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
+	rnic_ib_udb_put(container_of(ibuc, struct rnic_ib_ucontext, ibuc));
 }
 
 /*
  * Hot-unplug with a context open: the core has destroyed every object of
- * the context through the ops above.  What is still mapped (CQ rings) is
- * pages the mappings hold, which the device no longer writes: nothing is
- * left to take away.
+ * the context through the ops above, and zaps its mappings: rings are
+ * pages the mappings held, which the device no longer writes, and the
+ * doorbell page is no longer reachable.  Nothing is left to take away.
  */
 static void rnic_ib_disassociate_ucontext(struct ib_ucontext *uctx)
 {
@@ -251,6 +273,13 @@ static void rnic_ib_setup(struct rnic_ib_dev *dev)
 	INIT_WORK(&dev->ev_work, rnic_ib_cm_work);
 	mutex_init(&dev->cm_lock);
 	INIT_LIST_HEAD(&dev->leps);
+	ida_init(&dev->udb_ida);
+	/* A process maps whole pages: one must be one doorbell page. */
+	if (PAGE_SIZE == RNIC_UDB_PAGE_SIZE)
+		dev->udb_pages = min_t(u64, le32_to_cpu(dev->rdev->attr.udb_pages),
+				       pci_resource_len(dev->rdev->pdev,
+							RNIC_BAR_UDB) /
+				       RNIC_UDB_PAGE_SIZE);
 
 	ibdev->node_type = RDMA_NODE_RNIC;
 	ibdev->phys_port_cnt = 1;
@@ -258,7 +287,7 @@ static void rnic_ib_setup(struct rnic_ib_dev *dev)
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
 	strscpy(ibdev->node_desc, "rnic software iWARP (QEMU)",
 		sizeof(ibdev->node_desc));
-	/* Posts and polls of user space go through the kernel (write()). */
+	/* Posts and polls of user space not in direct mode (write()). */
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ) |
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
@@ -337,5 +366,7 @@ void rnic_ib_unregister(struct rnic_dev *rdev)
 	xa_destroy(&dev->cqs);
 	xa_destroy(&dev->listeners);
 	xa_destroy(&dev->ceps);
+	/* Disassociation let go of every mapping, doorbell pages too. */
+	ida_destroy(&dev->udb_ida);
 	ib_dealloc_device(&dev->ibdev);
 }

@@ -7,8 +7,11 @@
  * MODIFY_QP to ERROR, which flushes.  Work requests become the device's
  * 128-byte WQEs, written into the rings and rung with one doorbell; a
  * WQE's wr_id is the driver's index and the user's wr_id waits in a
- * per-slot array until the completion comes back (rnic_ib_cq.c).
+ * per-slot array until the completion comes back (rnic_ib_cq.c).  The
+ * QPs of a direct context are posted to by the process itself, through
+ * rings and a doorbell page it maps (rnic-ib-uapi.h).
  */
+#include <rdma/uverbs_ioctl.h>
 #include <linux/interrupt.h>
 #include <linux/uaccess.h>
 #include "rnic_ib.h"
@@ -20,10 +23,68 @@ static u32 rnic_ib_log(u32 n)
 
 static void rnic_ib_qp_free(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp)
 {
+	if (qp->sq_map) {
+		rnic_ib_umap_ring_free(dev, &qp->sq, qp->sq_map);
+		rnic_ib_umap_ring_free(dev, &qp->rq, qp->rq_map);
+		return;
+	}
 	rnic_ring_free(dev->rdev, &qp->sq);
 	rnic_ring_free(dev->rdev, &qp->rq);
 	kvfree(qp->sq_wr_id);
 	kvfree(qp->rq_wr_id);
+}
+
+/* The rings of a kernel QP, or of a QP the kernel posts to for a process. */
+static int rnic_ib_qp_rings(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp,
+			    u32 slog, u32 rlog)
+{
+	qp->sq_wr_id = kvcalloc(1u << slog, sizeof(u64), GFP_KERNEL);
+	qp->rq_wr_id = kvcalloc(1u << rlog, sizeof(u64), GFP_KERNEL);
+	if (!qp->sq_wr_id || !qp->rq_wr_id)
+		return -ENOMEM;
+	return rnic_ring_alloc(dev->rdev, &qp->sq, slog, RNIC_SQ_WQE_SIZE) ?:
+	       rnic_ring_alloc(dev->rdev, &qp->rq, rlog, RNIC_RQ_WQE_SIZE);
+}
+
+/* A direct QP's rings: pages the process maps and writes. */
+static int rnic_ib_qp_urings(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp,
+			     u32 slog, u32 rlog)
+{
+	int err = rnic_ib_umap_ring(dev, &qp->sq, slog, RNIC_SQ_WQE_SIZE, 0,
+				    true, &qp->sq_map);
+
+	if (err)
+		return err;
+	err = rnic_ib_umap_ring(dev, &qp->rq, rlog, RNIC_RQ_WQE_SIZE, 0, true,
+				&qp->rq_map);
+	if (err) {
+		rnic_ib_umap_ring_free(dev, &qp->sq, qp->sq_map);
+		qp->sq_map = NULL;
+	}
+	return err;
+}
+
+/* Offers a direct QP's rings (or, flags 0, says the kernel posts). */
+static int rnic_ib_qp_export(struct rnic_ib_qp *qp, struct ib_udata *udata)
+{
+	struct rnic_ib_create_qp_resp resp = { };
+	u64 sq_key, rq_key;
+	int err;
+
+	if (qp->sq_map) {
+		err = rnic_ib_umap_insert(udata, qp->sq_map, &sq_key) ?:
+		      rnic_ib_umap_insert(udata, qp->rq_map, &rq_key);
+		if (err)
+			return err;
+		resp = (struct rnic_ib_create_qp_resp) {
+			.sq_key = sq_key, .rq_key = rq_key,
+			.sq_len = qp->sq_map->len, .rq_len = qp->rq_map->len,
+			.sq_log_size = qp->sq.log_size,
+			.rq_log_size = qp->rq.log_size,
+			.flags = RNIC_IB_DIRECT,
+		};
+	}
+	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 }
 
 static int rnic_ib_qp_check(struct rnic_ib_dev *dev,
@@ -51,7 +112,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	struct rnic_cmd_create_qp p = { };
 	struct ib_qp_cap *cap = &attr->cap;
 	struct rnic_cmd cmd;
-	u32 slog, rlog;
+	u32 slog, rlog, udb;
 	int err;
 
 	err = rnic_ib_qp_check(dev, attr);
@@ -65,15 +126,12 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	init_completion(&qp->free);
 	qp->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
-	qp->sq_wr_id = kvcalloc(1u << slog, sizeof(u64), GFP_KERNEL);
-	qp->rq_wr_id = kvcalloc(1u << rlog, sizeof(u64), GFP_KERNEL);
-	err = qp->sq_wr_id && qp->rq_wr_id ? 0 : -ENOMEM;
-	if (!err)
-		err = rnic_ring_alloc(dev->rdev, &qp->sq, slog,
-				      RNIC_SQ_WQE_SIZE);
-	if (!err)
-		err = rnic_ring_alloc(dev->rdev, &qp->rq, rlog,
-				      RNIC_RQ_WQE_SIZE);
+	/* An older librnic leaves no room for the rings' offsets. */
+	udb = udata ? rnic_ib_uctx(udata)->udb : 0;
+	if (udb && udata->outlen >= sizeof(struct rnic_ib_create_qp_resp))
+		err = rnic_ib_qp_urings(dev, qp, slog, rlog);
+	else
+		err = rnic_ib_qp_rings(dev, qp, slog, rlog);
 	if (err)
 		goto err_free;
 	p.pdn = cpu_to_le32(to_rpd(ibqp->pd)->pdn);
@@ -84,6 +142,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	p.rq_addr = cpu_to_le64(qp->rq.dma);
 	p.sq_log_size = slog;
 	p.rq_log_size = rlog;
+	p.udb = cpu_to_le32(qp->sq_map ? udb : 0);
 	/* Fast registration and the physical STag: never for user space. */
 	if (!udata)
 		p.flags = cpu_to_le16(RNIC_QP_FLAG_KERNEL);
@@ -91,7 +150,10 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (err)
 		goto err_free;
 	qp->qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
-	err = xa_err(xa_store_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL));
+	if (udata)
+		err = rnic_ib_qp_export(qp, udata);
+	if (!err)
+		err = xa_err(xa_store_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL));
 	if (err) {
 		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_QP, qp->qpn);
 		goto err_free;
@@ -354,9 +416,9 @@ int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	struct rnic_sq_wqe wqe;
 	unsigned long flags;
 	bool rung = false;
-	int err = 0;
+	int err = qp->sq_map ? -EINVAL : 0;	/* the process posts */
 
-	for (; wr; wr = wr->next) {
+	for (; wr && !err; wr = wr->next) {
 		err = rnic_ib_sq_wqe(qp, wr, &wqe);
 		if (err)
 			break;
@@ -396,6 +458,11 @@ int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0, i;
 
+	if (qp->sq_map) {
+		if (bad)
+			*bad = wr;
+		return -EINVAL;		/* the process posts */
+	}
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	start = qp->rq_prod;
 	for (; wr; wr = wr->next) {

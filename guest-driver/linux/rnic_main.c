@@ -106,12 +106,15 @@ static int rnic_check_identity(struct rnic_dev *rdev)
 			id, RNIC_ID_MAGIC);
 		return -ENODEV;
 	}
-	/* 0.2 is additive over 0.1: fast registration, the physical STag. */
+	/*
+	 * 0.2 is additive over 0.1: fast registration, the physical STag.
+	 * 0.3 adds doorbell pages, used when QUERY_DEVICE reports some.
+	 */
 	if (version >> 16 != RNIC_ABI_MAJOR ||
-	    (version & 0xffff) < RNIC_ABI_MINOR) {
+	    (version & 0xffff) < RNIC_DRV_ABI_MINOR) {
 		dev_err(dev, "device ABI %u.%u, this driver needs %u.%u or a later minor\n",
 			version >> 16, version & 0xffff, RNIC_ABI_MAJOR,
-			RNIC_ABI_MINOR);
+			RNIC_DRV_ABI_MINOR);
 		return -ENODEV;
 	}
 	return 0;

@@ -63,6 +63,7 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
             (s->mpa_p2p ? RNIC_DEV_MPA_P2P : 0)),
         .mpa_rtr = s->mpa_rtr,
         .max_fast_reg_pages = cpu_to_le32(RNIC_FAST_REG_MAX_PAGES),
+        .udb_pages = cpu_to_le32(s->udb_pages),
     };
 
     memcpy(attr.mac, s->mac.a, sizeof(attr.mac));

@@ -19,6 +19,17 @@
  * their slots back to empty.  A value swapped in before the drainer's
  * swap is applied by it; one swapped in after finds the slot empty and
  * sets the bit again.  Nothing is lost and nothing grows.
+ *
+ * Doorbell pages (BAR 4, ABI 0.3) are mapped into processes: one must not
+ * be able to overwrite another's pending index.  So a slot remembers the
+ * page of its queue (db_owner, set by the commands that create and destroy
+ * queues), a doorbell through another page is not mailed but goes the
+ * locked way, which refuses and logs it, and the page a value came
+ * through travels with it to the check in rnic_wq_db_apply().  A doorbell
+ * that races the DESTROY of its own queue, between the owner check and
+ * the swap, can still land in the slot; CREATE empties a slot, so it
+ * reaches no later queue of that number (QP numbers also wait out a
+ * timewait before reuse).
  */
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
@@ -27,7 +38,10 @@
 #include "rnic.h"
 #include "trace.h"
 
-#define RNIC_DB_FULL (1u << 16)     /* a slot holds index | FULL */
+/* A slot holds index | FULL | udb << RNIC_DB_UDB_SHIFT */
+#define RNIC_DB_FULL (1u << 16)
+#define RNIC_DB_UDB_SHIFT 17
+QEMU_BUILD_BUG_ON(RNIC_UDB_PAGES_MAX >= 1u << (32 - RNIC_DB_UDB_SHIFT));
 
 /* The mailbox: the slots of every SQ, then RQ, CQ and SRQ, by id. */
 static const hwaddr rnic_db_regs[] = {
@@ -78,35 +92,56 @@ void rnic_db_init(RnicState *s)
     rnic_db_counts(s, n);
     s->db_slots = n[0] + n[1] + n[2] + n[3];
     s->db_mail = g_new0(uint32_t, s->db_slots);
+    s->db_owner = g_new0(uint16_t, s->db_slots);
     s->db_pending = bitmap_new(s->db_slots);
 }
 
 void rnic_db_fini(RnicState *s)
 {
     g_free(s->db_mail);
+    g_free(s->db_owner);
     g_free(s->db_pending);
     s->db_mail = NULL;
+    s->db_owner = NULL;
     s->db_pending = NULL;
 }
 
-/* A vCPU, with the BQL, without the device lock: false if not mailed. */
-bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val)
+/*
+ * A vCPU, with the BQL, without the device lock: false if not mailed.
+ * udb: the doorbell page + 1 the value came through, 0 for BAR 0.
+ */
+bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
 {
+    uint32_t v = RNIC_DB_INDEX(val) | RNIC_DB_FULL | udb << RNIC_DB_UDB_SHIFT;
     int64_t slot;
 
     if (!s->db_mail) {
         return false;           /* no IOThread, or torn down with wq_bh */
     }
     slot = rnic_db_slot(s, reg, RNIC_DB_ID(val));
-    if (slot < 0) {
+    if (slot < 0 || (udb && qatomic_read(&s->db_owner[slot]) != udb)) {
         return false;
     }
     trace_rnic_doorbell(reg, RNIC_DB_ID(val), RNIC_DB_INDEX(val));
-    if (!qatomic_xchg(&s->db_mail[slot], RNIC_DB_INDEX(val) | RNIC_DB_FULL)) {
+    if (!qatomic_xchg(&s->db_mail[slot], v)) {
         qatomic_or(&s->db_pending[BIT_WORD(slot)], BIT_MASK(slot));
         qemu_bh_schedule(s->wq_bh);
     }
     return true;
+}
+
+/*
+ * Under the lock, from CREATE and DESTROY of a queue: which page may mail
+ * its doorbells, and nothing mailed for an earlier queue of that id.
+ */
+void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb)
+{
+    int64_t slot = s->db_mail ? rnic_db_slot(s, reg, id) : -1;
+
+    if (slot >= 0) {
+        qatomic_set(&s->db_owner[slot], udb);
+        qatomic_set(&s->db_mail[slot], 0);
+    }
 }
 
 /* The IOThread, under the lock: every mailed index, applied or dropped. */
@@ -132,7 +167,8 @@ void rnic_db_drain(RnicState *s, bool apply)
             bits &= bits - 1;
             if (v && apply) {
                 reg = rnic_db_of_slot(s, slot, &id);
-                rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff));
+                rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff),
+                                 v >> RNIC_DB_UDB_SHIFT);
             }
         }
     }

@@ -100,6 +100,13 @@ static bool rnic_parse_properties(RnicState *s, Error **errp)
         error_setg(errp, "rnic: mpa-rev must be 1 or 2");
         return false;
     }
+    /* A BAR's size is a power of two; 0: no BAR 4, no direct posting. */
+    if (s->udb_pages > RNIC_UDB_PAGES_MAX ||
+        (s->udb_pages & (s->udb_pages - 1))) {
+        error_setg(errp, "rnic: udb-pages must be 0 or a power of two up "
+                   "to %u", RNIC_UDB_PAGES_MAX);
+        return false;
+    }
     if (!s->mpa_crc_str || !strcmp(s->mpa_crc_str, "accept")) {
         s->mpa_crc = RNIC_MPA_CRC_ACCEPT;
     } else if (!strcmp(s->mpa_crc_str, "off")) {
@@ -184,6 +191,13 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
                           "rnic-regs", RNIC_BAR_REGS_SIZE);
     pci_register_bar(pdev, RNIC_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
                      &s->regs);
+    if (s->udb_pages) {
+        memory_region_init_io(&s->udb, OBJECT(s), &rnic_udb_ops, s,
+                              "rnic-udb",
+                              (uint64_t)s->udb_pages * RNIC_UDB_PAGE_SIZE);
+        pci_register_bar(pdev, RNIC_BAR_UDB, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                         &s->udb);
+    }
     if (msix_init_exclusive_bar(pdev, RNIC_MSIX_VECTORS, RNIC_BAR_MSIX,
                                 errp)) {
         rnic_teardown(s);
@@ -243,6 +257,7 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("max-srqs", RnicState, limits.max_srq, 64),
     DEFINE_PROP_UINT32("max-ird", RnicState, limits.max_ird, 16),
     DEFINE_PROP_UINT32("max-ord", RnicState, limits.max_ord, 16),
+    DEFINE_PROP_UINT32("udb-pages", RnicState, udb_pages, 64),
     DEFINE_PROP_UINT64("max-page-list-bytes", RnicState,
                        limits.max_page_list_bytes, 64 * MiB),
     DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * BAR 0 of rnic: identification, control, the command and event rings and
- * the doorbells (layout: include/rnic/rnic-abi.h, docs/spec.md).
+ * the doorbells; BAR 4: the doorbell pages a driver maps into processes
+ * (layout: include/rnic/rnic-abi.h, docs/spec.md).
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
@@ -145,7 +146,7 @@ static void rnic_reg_store(RnicState *s, hwaddr addr, uint64_t val)
         s->eq.cons = val;
         return;
     case RNIC_REG_DB_SQ ... RNIC_REG_DB_SRQ:
-        rnic_wq_doorbell(s, addr, val);
+        rnic_wq_doorbell(s, addr, val, 0);
         return;
     case RNIC_REG_CMDQ_BASE_LO ... RNIC_REG_CMDQ_LOG_SIZE:
     case RNIC_REG_EQ_BASE_LO ... RNIC_REG_EQ_LOG_SIZE:
@@ -201,7 +202,7 @@ static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
 {
     RnicState *s = opaque;
 
-    if (rnic_db_post(s, addr, val)) {
+    if (rnic_db_post(s, addr, val, 0)) {
         return;         /* with an IOThread: rnic-db.c */
     }
     rnic_mmio_enter(s);
@@ -212,6 +213,45 @@ static void rnic_reg_write(void *opaque, hwaddr addr, uint64_t val,
 const MemoryRegionOps rnic_reg_ops = {
     .read = rnic_reg_read,
     .write = rnic_reg_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 4, .max_access_size = 4 },
+    .impl = { .min_access_size = 4, .max_access_size = 4 },
+};
+
+/*
+ * BAR 4: page n holds the work-queue and CQ doorbells at their BAR 0
+ * offsets, for the queues created with udb n + 1 only (rnic-wq.c checks
+ * that, rnic-db.c before it mails one).  Nothing there reads back.
+ */
+static uint64_t rnic_udb_read(void *opaque, hwaddr addr, unsigned size)
+{
+    rnic_guest_error(addr, 0, "read of a doorbell page returns 0");
+    return 0;
+}
+
+static void rnic_udb_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    RnicState *s = opaque;
+    hwaddr reg = addr & (RNIC_UDB_PAGE_SIZE - 1);
+    uint16_t udb = addr / RNIC_UDB_PAGE_SIZE + 1;
+
+    if (reg < RNIC_REG_DB_SQ || reg > RNIC_REG_DB_SRQ) {
+        rnic_guest_error(addr, val, "write outside a page's doorbells "
+                         "ignored");
+        return;
+    }
+    if (rnic_db_post(s, reg, val, udb)) {
+        return;
+    }
+    rnic_mmio_enter(s);
+    rnic_wq_doorbell(s, reg, val, udb);
+    rnic_mmio_leave(s);
+}
+
+const MemoryRegionOps rnic_udb_ops = {
+    .read = rnic_udb_read,
+    .write = rnic_udb_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .valid = { .min_access_size = 4, .max_access_size = 4 },
     .impl = { .min_access_size = 4, .max_access_size = 4 },

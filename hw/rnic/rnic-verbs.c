@@ -291,6 +291,12 @@ static bool rnic_wq_ring_ok(uint64_t base, uint32_t log_size, uint32_t max)
            (1u << log_size) <= max;
 }
 
+/* A queue's doorbell page: 0 (BAR 0 only) or a page of BAR 4, + 1. */
+static bool rnic_udb_ok(RnicState *s, uint32_t udb_le)
+{
+    return le32_to_cpu(udb_le) <= s->udb_pages;
+}
+
 uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_create_cq *p = (void *)cmd->u.raw;
@@ -300,9 +306,11 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
 
     if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_cqe) ||
         p->msix_vector == RNIC_MSIX_VEC_ADMIN ||
-        p->msix_vector >= RNIC_MSIX_VECTORS) {
+        p->msix_vector >= RNIC_MSIX_VECTORS ||
+        !rnic_udb_ok(s, p->udb)) {
         return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
-                             "ring address, size or vector out of range");
+                             "ring address, size, vector or doorbell page "
+                             "out of range");
     }
     for (i = 0; i < s->limits.max_cq && s->cqs[i]; i++) {
         continue;
@@ -315,6 +323,8 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     cq->cqn = i + 1;
     rnic_ring_init(&cq->ring, ring, p->log_size, RNIC_CQE_SIZE);
     cq->vector = p->msix_vector;
+    cq->udb = le32_to_cpu(p->udb);
+    rnic_db_own(s, RNIC_REG_DB_CQ, cq->cqn, cq->udb);
     cq->s = s;
     cq->core = rnic_cq_new(1u << p->log_size, rnic_cq_notify, cq);
     rnic_cq_set_changed(cq->core, rnic_cq_changed, cq);
@@ -329,6 +339,7 @@ static void rnic_cq_free(RnicState *s, RnicCq *cq)
         QTAILQ_REMOVE(&s->kicked_cqs, cq, kick_link);
     }
     s->cqs[cq->cqn - 1] = NULL;
+    rnic_db_own(s, RNIC_REG_DB_CQ, cq->cqn, 0);
     rnic_cq_destroy(cq->core);
     g_free(cq);
 }
@@ -359,9 +370,11 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     RnicSrq *srq;
     uint32_t i;
 
-    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_qp_wr)) {
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_qp_wr) ||
+        !rnic_udb_ok(s, p->udb)) {
         return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
-                             "ring address or size out of range");
+                             "ring address, size or doorbell page out of "
+                             "range");
     }
     for (i = 0; i < s->limits.max_srq && s->srqs[i]; i++) {
         continue;
@@ -376,6 +389,8 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     srq = g_new0(RnicSrq, 1);
     srq->srqn = i + 1;
     srq->pdn = pdn;
+    srq->udb = le32_to_cpu(p->udb);
+    rnic_db_own(s, RNIC_REG_DB_SRQ, srq->srqn, srq->udb);
     rnic_ring_init(&srq->ring, ring, p->log_size, RNIC_RQ_WQE_SIZE);
     srq->core = rnic_srq_new(srq->srqn, 1u << p->log_size, RNIC_WQE_MAX_SGE);
     s->srqs[i] = srq;
@@ -390,6 +405,7 @@ static void rnic_srq_release(RnicState *s, RnicSrq *srq)
         QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
     }
     s->srqs[srq->srqn - 1] = NULL;
+    rnic_db_own(s, RNIC_REG_DB_SRQ, srq->srqn, 0);
     rnic_stag_recv_forget_queue(s->stags, rnic_recv_queue_srq(srq->srqn));
     rnic_pd_put(s->stags, srq->pdn);
     g_free(srq);
@@ -433,9 +449,10 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_create_qp *p,
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
                              "queue address or size out of range");
     }
-    if (le16_to_cpu(p->flags) & ~RNIC_QP_FLAG_KERNEL) {
+    if (le16_to_cpu(p->flags) & ~RNIC_QP_FLAG_KERNEL ||
+        !rnic_udb_ok(s, p->udb)) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
-                             "unknown flags");
+                             "unknown flags, or doorbell page out of range");
     }
     if (*srq && (*srq)->pdn != le32_to_cpu(p->pdn)) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_ACCESS,
@@ -489,6 +506,9 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
     qp->scq = scq;
     qp->rcq = rcq;
     qp->srq = srq;
+    qp->udb = le32_to_cpu(p->udb);
+    rnic_db_own(s, RNIC_REG_DB_SQ, qp->qpn, qp->udb);
+    rnic_db_own(s, RNIC_REG_DB_RQ, qp->qpn, qp->udb);
     rnic_ring_init(&qp->sq, le64_to_cpu(p->sq_addr), p->sq_log_size,
                    RNIC_SQ_WQE_SIZE);
     rnic_ring_init(&qp->rq, le64_to_cpu(p->rq_addr), p->rq_log_size,
@@ -503,6 +523,8 @@ static void rnic_qp_release(RnicState *s, RnicQp *qp)
     if (qp->kicked) {
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
     }
+    rnic_db_own(s, RNIC_REG_DB_SQ, qp->qpn, 0);
+    rnic_db_own(s, RNIC_REG_DB_RQ, qp->qpn, 0);
     rnic_qp_free(qp->core);
     /* Links of receives it still held go: the QP number comes back. */
     rnic_stag_recv_forget_queue(s->stags, rnic_recv_queue_qp(qp->qpn));

@@ -271,8 +271,11 @@ static void rnic_db_error(hwaddr reg, uint32_t val, const char *why)
     trace_rnic_err_doorbell(reg, val, why);
 }
 
-/* Under the lock: from the register write, or from the mailbox (rnic-db.c). */
-void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val)
+/*
+ * Under the lock: from the register write, or from the mailbox (rnic-db.c).
+ * udb: the doorbell page + 1 it came through, 0 for BAR 0 (the kernel's).
+ */
+void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
 {
     uint32_t id = RNIC_DB_ID(val);
     uint16_t idx = RNIC_DB_INDEX(val);
@@ -292,6 +295,10 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val)
             rnic_db_error(reg, val, qp ? "QP uses an SRQ" : "no such QP");
             return;
         }
+        if (udb && qp->udb != udb) {
+            rnic_db_error(reg, val, "QP of another doorbell page");
+            return;
+        }
         if (!rnic_ring_db_prod(reg == RNIC_REG_DB_SQ ? &qp->sq : &qp->rq,
                                idx)) {
             rnic_db_error(reg, val, "producer more than a ring ahead");
@@ -306,6 +313,10 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val)
             rnic_db_error(reg, val, "no such SRQ");
             return;
         }
+        if (udb && srq->udb != udb) {
+            rnic_db_error(reg, val, "SRQ of another doorbell page");
+            return;
+        }
         if (!rnic_ring_db_prod(&srq->ring, idx)) {
             rnic_db_error(reg, val, "producer more than a ring ahead");
             return;
@@ -318,6 +329,10 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val)
         cq = rnic_cq_get(s, id);
         if (!cq) {
             rnic_db_error(reg, val, "no such CQ");
+            return;
+        }
+        if (udb && cq->udb != udb) {
+            rnic_db_error(reg, val, "CQ of another doorbell page");
             return;
         }
         if (reg == RNIC_REG_DB_CQ) {
@@ -344,8 +359,8 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val)
     }
 }
 
-void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val)
+void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
 {
     trace_rnic_doorbell(reg, RNIC_DB_ID(val), RNIC_DB_INDEX(val));
-    rnic_wq_db_apply(s, reg, val);
+    rnic_wq_db_apply(s, reg, val, udb);
 }

@@ -99,6 +99,7 @@ typedef struct RnicCq {
     uint32_t cqn;
     RnicRing ring;          /* prod: entries written; cons: DB_CQ */
     uint8_t vector;
+    uint16_t udb;           /* doorbell page + 1 that may ring it; 0: none */
     bool irq_pending;       /* the core's arm fired: signal after writing */
     bool overflow_reported;
     bool kicked;            /* on RnicState.kicked_cqs */
@@ -110,6 +111,7 @@ typedef struct RnicSrq {
     uint32_t srqn;
     uint32_t pdn;
     RnicRing ring;          /* cons: WQEs taken; prod: the last doorbell */
+    uint16_t udb;           /* as RnicCq's */
     bool kicked;            /* on RnicState.kicked_srqs */
     QTAILQ_ENTRY(RnicSrq) kick_link;
 } RnicSrq;
@@ -122,6 +124,7 @@ typedef struct RnicQp {
     RnicSrq *srq;
     /* cons: WQEs taken from the guest rings; prod: the last doorbells */
     RnicRing sq, rq;
+    uint16_t udb;                       /* as RnicCq's */
     RnicConn *conn;                     /* the adopted connection */
     /* The peer's Reject of this QP's last CONNECT, for QUERY_CONN */
     struct rnic_conn_info *rejected;
@@ -209,6 +212,7 @@ struct RnicState {
     PCIDevice parent_obj;
 
     MemoryRegion regs;
+    MemoryRegion udb;       /* BAR 4: doorbell pages (rnic-regs.c) */
     QEMUBH *cmdq_bh;
 
     /* rnic-thread.c: NULL (the main loop) or the IOThread's context */
@@ -229,6 +233,7 @@ struct RnicState {
     bool in_mmio;           /* CQs are delivered by the bottom half */
     bool wq_kick;           /* run it once the MMIO access is over */
     uint32_t *db_mail;      /* with an IOThread: rnic-db.c */
+    uint16_t *db_owner;     /* udb of each slot's queue, read without lock */
     unsigned long *db_pending;
     uint64_t db_slots;
 
@@ -279,6 +284,7 @@ struct RnicState {
     MACAddr mac;                /* property mac: QUERY_DEVICE reports it */
     uint8_t mpa_rtr;                /* RNIC_RTR_* offered and taken */
     uint32_t timewait_ms;
+    uint32_t udb_pages;     /* property udb-pages */
     uint64_t fault_drop_after;      /* bytes per connection; 0: off */
     uint32_t fault_corrupt_crc;     /* every Nth FPDU sent; 0: off */
     uint32_t fault_delay_ms;        /* before each burst sent; 0: off */
@@ -292,6 +298,7 @@ struct RnicState {
 
 /* rnic-regs.c */
 extern const MemoryRegionOps rnic_reg_ops;
+extern const MemoryRegionOps rnic_udb_ops;
 
 /* rnic-cmdq.c */
 void rnic_cmdq_kick(RnicState *s);
@@ -320,15 +327,16 @@ void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
                        uint8_t ecode);
 
 /* rnic-wq.c */
-void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val);
+void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 void rnic_wq_run(void *opaque);
 void rnic_wq_schedule(RnicState *s);
-void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val);
+void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 
 /* rnic-db.c */
 void rnic_db_init(RnicState *s);
 void rnic_db_fini(RnicState *s);
-bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val);
+bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
+void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb);
 void rnic_db_drain(RnicState *s, bool apply);
 
 /*

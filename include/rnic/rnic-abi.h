@@ -29,6 +29,15 @@
 #define RNIC_BAR_REGS           0       /* registers and doorbells */
 #define RNIC_BAR_REGS_SIZE      0x1000
 #define RNIC_BAR_MSIX           2       /* MSI-X table and PBA */
+/*
+ * 0.3: doorbell pages a driver may map into a process, one per 4 KiB
+ * (property udb-pages).  Each page has DB_SQ..DB_SRQ at their BAR 0
+ * offsets; a doorbell through page n reaches only queues created with
+ * udb = n + 1 (docs/spec.md "Doorbell pages").
+ */
+#define RNIC_BAR_UDB            4
+#define RNIC_UDB_PAGE_SIZE      0x1000
+#define RNIC_UDB_PAGES_MAX      4096
 
 /* MSI-X vector 0 signals command completions and events; CQs name theirs. */
 #define RNIC_MSIX_VEC_ADMIN     0
@@ -65,7 +74,7 @@
 
 #define RNIC_ID_MAGIC           0x43494e52u     /* "RNIC" in memory order */
 #define RNIC_ABI_MAJOR          0
-#define RNIC_ABI_MINOR          2   /* 0.2: additive over 0.1, spec.md */
+#define RNIC_ABI_MINOR          3   /* 0.2, 0.3: additive over 0.1, spec.md */
 #define RNIC_VERSION_VALUE      ((RNIC_ABI_MAJOR << 16) | RNIC_ABI_MINOR)
 
 #define RNIC_STATUS_READY       (1u << 0)   /* enabled, rings accepted */
@@ -232,6 +241,7 @@ struct rnic_cmd_create_cq {
     uint8_t  msix_vector;           /* in: 1..RNIC_MSIX_VECTORS-1 */
     uint16_t rsvd;
     uint32_t cqn;                   /* in: DESTROY_CQ; out: CREATE_CQ */
+    uint32_t udb;                   /* in (0.3): doorbell page + 1, 0: none */
 };
 
 #define RNIC_NO_SRQ                 0xffffffffu
@@ -247,6 +257,7 @@ struct rnic_cmd_create_qp {
     uint8_t  rq_log_size;           /* in */
     uint16_t flags;                 /* in: RNIC_QP_FLAG_* (0.1: reserved, 0) */
     uint32_t qpn;                   /* in: MODIFY/QUERY/DESTROY; out: CREATE */
+    uint32_t udb;                   /* in (0.3): doorbell page + 1, 0: none */
 };
 
 /*
@@ -302,6 +313,7 @@ struct rnic_cmd_srq {
     uint8_t  rsvd[3];
     uint64_t ring_addr;             /* in */
     uint32_t srqn;                  /* in: DESTROY; out: CREATE */
+    uint32_t udb;                   /* in (0.3): doorbell page + 1, 0: none */
 };
 
 #define RNIC_AF_INET        4
@@ -415,7 +427,8 @@ struct rnic_device_attr {
     uint8_t  mac[6];                /* 0.2: property mac */
     uint8_t  rsvd0;
     uint32_t max_fast_reg_pages;    /* 0.2: RNIC_FAST_REG_MAX_PAGES */
-    uint8_t  rsvd[28];
+    uint32_t udb_pages;             /* 0.3: doorbell pages in BAR 4 */
+    uint8_t  rsvd[24];
 };
 
 #define RNIC_DEV_CRC_REQUIRED       (1u << 0)
@@ -615,6 +628,8 @@ _Static_assert(sizeof(struct rnic_cmd) == RNIC_CMD_SIZE, "cmd");
 _Static_assert(sizeof(struct rnic_cmd_reg_mr) <= RNIC_CMD_PAYLOAD, "reg_mr");
 _Static_assert(sizeof(struct rnic_cmd_bind_mw) <= RNIC_CMD_PAYLOAD, "bind_mw");
 _Static_assert(sizeof(struct rnic_cmd_create_qp) <= RNIC_CMD_PAYLOAD, "qp");
+_Static_assert(sizeof(struct rnic_cmd_create_cq) <= RNIC_CMD_PAYLOAD, "cq");
+_Static_assert(sizeof(struct rnic_cmd_srq) <= RNIC_CMD_PAYLOAD, "srq");
 _Static_assert(sizeof(struct rnic_cmd_query_qp) <= RNIC_CMD_PAYLOAD, "qqp");
 _Static_assert(sizeof(struct rnic_cmd_listen) <= RNIC_CMD_PAYLOAD, "listen");
 _Static_assert(sizeof(struct rnic_cmd_connect) <= RNIC_CMD_PAYLOAD, "conn");

@@ -13,6 +13,8 @@
 # instead of 200 iterations;
 # E2E_SERVER_QEMU_ARGS, E2E_CLIENT_QEMU_ARGS: more QEMU options (-trace).
 # E2E_IOTHREAD=1: each device on an IOThread (iothread=).
+# E2E_RNIC_DIRECT=0: librnic posts and polls through the kernel
+# (RNIC_DIRECT=0 in the guests), for make bench-guest's A/B.
 . "$(dirname "$0")/lib/e2e.sh"
 
 name=${E2E_NAME:-rdma-rnic}
@@ -29,6 +31,8 @@ role=$(e2e_arg role)
 me=$(e2e_arg ip)
 peer=$(e2e_arg peer)
 port=$(e2e_arg port)
+direct=$(e2e_arg direct)
+[ -z "$direct" ] || export RNIC_DIRECT="$direct"
 
 e2e_rnic_up "$me" || exit
 ibv_devices
@@ -39,8 +43,10 @@ e2e_check ibv_devinfo-iwarp grep -q 'transport:[[:space:]]*iWARP' /tmp/devinfo.o
 e2e_check ibv_devinfo-ids sh -c 'grep -q "vendor_id:[[:space:]]*0x1234" /tmp/devinfo.out &&
     grep -q "vendor_part_id:[[:space:]]*29289" /tmp/devinfo.out &&
     grep -q "state:[[:space:]]*PORT_ACTIVE" /tmp/devinfo.out'
-# librnic and this libibverbs agree on the structs they share.
+# librnic and this libibverbs agree on the structs they share, in direct
+# mode and without it.
 e2e_check verbs-abi-check verbs-abi-check
+e2e_check verbs-abi-check-nodirect sh -c 'RNIC_DIRECT=0 verbs-abi-check'
 
 # Ports: rping on PORT, ucmatose, rdma_server and verbs-wr-check on
 # PORT+10, +11 and +12,
@@ -71,6 +77,7 @@ GUEST
 e2e_rnic_pair
 port=$(e2e_free_port)
 args="e2e.port=$port e2e.perf=$perf${E2E_PERF_DUR:+ e2e.dur=$E2E_PERF_DUR}"
+args="$args${E2E_RNIC_DIRECT:+ e2e.direct=$E2E_RNIC_DIRECT}"
 # shellcheck disable=SC2086
 e2e_guest_start "$name-server" "$initrd" \
     "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io -device "$dev" \

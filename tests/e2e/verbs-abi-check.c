@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -86,43 +87,78 @@ static int check_port(struct ibv_context *ctx)
 }
 
 /*
- * rnic only: librnic maps each CQ's ring read-only (guest-driver/
- * rnic-ib-uapi.h).  The mapping of the uverbs file must be there, r--s,
- * and the driver must refuse both mprotect() to writable and a second,
- * writable mmap() of the same offset: the device writes that ring.
+ * rnic only: what librnic maps of the uverbs file (guest-driver/
+ * rnic-ib-uapi.h).  In direct mode (the default): the doorbell page,
+ * write-only, and the CQ's ring writable, since the process consumes it.
+ * With RNIC_DIRECT=0: no doorbell page, and the CQ's ring r--s, which the
+ * driver refuses to make writable by mprotect() or a second mmap(): there
+ * only the device and the kernel write it.
  */
-static int check_cq_map(struct ibv_context *ctx, struct ibv_cq *cq)
+static int uverbs_maps(char perms[][8], unsigned long *len,
+		       unsigned long *lo, unsigned long *off, int max)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
-	unsigned long lo, hi, off;
-	char line[512], perms[8];
-	struct ibv_wc wc;
-	int found = 0;
+	unsigned long hi;
+	char line[512];
+	int n = 0;
+
+	while (f && n < max && fgets(line, sizeof(line), f)) {
+		if (strstr(line, "uverbs") &&
+		    sscanf(line, "%lx-%lx %7s %lx", &lo[n], &hi, perms[n],
+			   &off[n]) == 4) {
+			len[n] = hi - lo[n];
+			n++;
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static int check_ro_map(struct ibv_context *ctx, unsigned long lo,
+			unsigned long len, unsigned long off)
+{
 	void *p;
 
-	if (!f)
-		return fail("/proc/self/maps");
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "uverbs") &&
-			sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms,
-			       &off) == 4;
-	fclose(f);
-	if (!found)
-		return fail("CQ ring not mapped (no uverbs mapping)");
-	if (strcmp(perms, "r--s"))
-		return fail("the CQ ring is mapped other than r--s");
-	if (!mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE))
+	if (!mprotect((void *)lo, len, PROT_READ | PROT_WRITE))
 		return fail("mprotect made the CQ ring writable");
-	p = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 ctx->cmd_fd, (off_t)off);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		 (off_t)off);
 	if (p != MAP_FAILED)
 		return fail("a writable mmap of the CQ ring succeeded");
 	if (errno != EPERM)
 		return fail("a writable mmap of the CQ ring: not EPERM");
+	return 0;
+}
+
+static int check_maps(struct ibv_context *ctx, struct ibv_cq *cq)
+{
+	const char *env = getenv("RNIC_DIRECT");
+	int direct = !env || strcmp(env, "0");
+	unsigned long len[4], lo[4], off[4];
+	char perms[4][8];
+	int n = uverbs_maps(perms, len, lo, off, 4), i = 0;
+	struct ibv_wc wc;
+
+	/* Mapped later, the CQ ring is usually below the page: by perms. */
+	if (direct) {
+		if (n != 2)
+			return fail("direct mode: not two uverbs mappings");
+		i = !strcmp(perms[0], "-w-s");
+		if (strcmp(perms[!i], "-w-s") || len[!i] != RNIC_UDB_PAGE_SIZE)
+			return fail("direct mode: no doorbell page mapped -w-s");
+		printf("verbs-abi-check: doorbell page mapped -w-s\n");
+	} else if (n != 1) {
+		return fail("CQ ring not mapped, or more than it");
+	}
+	if (strcmp(perms[i], direct ? "rw-s" : "r--s"))
+		return fail("the CQ ring is mapped other than rw-s/r--s");
+	if (!direct && check_ro_map(ctx, lo[i], len[i], off[i]))
+		return 1;
 	if (ibv_poll_cq(cq, 1, &wc))
 		return fail("ibv_poll_cq of an empty CQ found an entry");
-	printf("verbs-abi-check: cq ring mapped r--s, %lu octets, %s\n",
-	       hi - lo, "not writable");
+	printf("verbs-abi-check: cq ring mapped %s, %lu octets\n", perms[i],
+	       len[i]);
 	return 0;
 }
 
@@ -171,7 +207,7 @@ int main(void)
 		return fail("ibv_alloc_pd or ibv_create_cq failed");
 	time_empty_poll(cq);
 	rc = check_port(ctx) || check_qp_ex(ctx, pd, cq) ||
-	     (is_rnic(ctx) && check_cq_map(ctx, cq));
+	     (is_rnic(ctx) && check_maps(ctx, cq));
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

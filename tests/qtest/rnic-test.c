@@ -146,10 +146,10 @@ static void test_abi_02(void)
     struct rnic_device_attr attr;
     RnicTest t;
 
-    g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00000002);
+    g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00000003);
     for (int i = 0; i < 2; i++) {
         rnic_test_start(&t, i ? ",mac=02:00:00:ab:cd:ef" : "");
-        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00000002);
+        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00000003);
         rnic_test_enable(&t);
         q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
         rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
@@ -591,6 +591,80 @@ static void test_doorbell_burst(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * ABI 0.3's doorbell pages: a queue created with udb = n + 1 is rung
+ * through page n of BAR 4 (and BAR 0, the kernel's), never through another
+ * page; a doorbell through another page does nothing.  (That it cannot
+ * displace the owner's from the IOThread's mailbox depends on the drain's
+ * timing, which a qtest does not control: rnic_db_post() checks the owner
+ * before it mails.)
+ */
+static void test_doorbell_pages(void)
+{
+    struct rnic_cmd_query_device q;
+    struct rnic_device_attr attr;
+    struct rnic_cq_entry e;
+    uint32_t pdn, cqn;
+    uint64_t ring;
+    RnicTestQp qp, bad;
+    RnicTest t;
+
+    rnic_test_start(&t, ",udb-pages=4");
+    rnic_test_enable(&t);
+    q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
+    rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    qtest_memread(t.qts, le64_to_cpu(q.attr_addr), &attr, sizeof(attr));
+    g_assert_cmpuint(le32_to_cpu(attr.udb_pages), ==, 4);
+    g_assert_cmphex(rnic_udb_rd(&t, 3, RNIC_REG_DB_SQ), ==, 0);
+    g_assert_cmpuint(t.udb_size, ==, 4 * RNIC_UDB_PAGE_SIZE);
+    pdn = rnic_create_pd(&t);
+    t.udb = 5;                  /* page 4: beyond the BAR */
+    g_assert_cmphex(rnic_try_create_qp(&t, pdn, 1, 1, 2, &bad), ==,
+                    RNIC_CMD_ERR_HANDLE);
+    t.udb = 2;                  /* page 1 */
+    cqn = rnic_create_cq(&t, 3, 3, &ring);
+    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
+                    RNIC_CMD_OK);
+    t.udb = 5;
+    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 2, &bad), ==,
+                    RNIC_CMD_ERR_PARAM);
+    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    for (int i = 0; i < 3; i++) {
+        struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
+
+        qtest_memwrite(t.qts, qp.rq + i * RNIC_RQ_WQE_SIZE, &w, sizeof(w));
+    }
+    /* Another page, and a write beside the doorbells: nothing. */
+    rnic_udb_wr(&t, 0, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
+    rnic_udb_wr(&t, 1, RNIC_REG_ID, RNIC_DB_VALUE(qp.qpn, 1));
+    rnic_settle(&t);
+    g_assert_false(rnic_read_cqe(&t, ring, 3, 0, &e));
+    /* The owner's page, then at once another's: the owner's counts. */
+    rnic_udb_wr(&t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 2));
+    rnic_udb_wr(&t, 3, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 3));
+    g_assert_true(wait_cqe(&t, ring, 3, 1, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x101);
+    rnic_settle(&t);
+    g_assert_false(rnic_read_cqe(&t, ring, 3, 2, &e));
+    /* Arming through another page arms nothing; through BAR 0 it does. */
+    rnic_udb_wr(&t, 0, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    rnic_udb_wr(&t, 1, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 2));
+    rnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 3));
+    g_assert_true(wait_cqe(&t, ring, 3, 2, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x102);
+    g_assert_false(rnic_msix_fired(&t, 3));
+    rnic_udb_wr(&t, 1, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    qtest_memwrite(t.qts, qp.rq + 3 * RNIC_RQ_WQE_SIZE,
+                   &(struct rnic_rq_wqe){ .wr_id = cpu_to_le64(0x103) },
+                   sizeof(struct rnic_rq_wqe));
+    rnic_udb_wr(&t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 4));
+    g_assert_true(wait_cqe(&t, ring, 3, 3, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x103);
+    rnic_settle(&t);
+    g_assert_true(rnic_msix_fired(&t, 3));
+    rnic_test_stop(&t);
+}
+
 /* A malformed send WQE gives LOC_QP_OP_ERR, QP_ERROR and a QP in ERROR. */
 static void test_bad_wqe(void)
 {
@@ -789,6 +863,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/verbs/cq-qp", test_cq_qp_lifecycle);
     rnic_test_add_both("/rnic/wq/flush", test_flush_to_guest_cq);
     rnic_test_add_both("/rnic/wq/doorbell-burst", test_doorbell_burst);
+    rnic_test_add_both("/rnic/wq/doorbell-pages", test_doorbell_pages);
     rnic_test_add_both("/rnic/wq/arm-with-waiting-completions",
                        test_arm_with_waiting_completions);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);

@@ -37,6 +37,28 @@ void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val)
     qpci_io_writel(t->dev, t->regs, reg, val);
 }
 
+static uint64_t rnic_udb_off(RnicTest *t, uint32_t page, uint32_t reg)
+{
+    if (!t->udb_size) {
+        t->udb_bar = qpci_iomap(t->dev, RNIC_BAR_UDB, &t->udb_size);
+    }
+    return (uint64_t)page * RNIC_UDB_PAGE_SIZE + reg;
+}
+
+void rnic_udb_wr(RnicTest *t, uint32_t page, uint32_t reg, uint32_t val)
+{
+    uint64_t off = rnic_udb_off(t, page, reg);
+
+    qpci_io_writel(t->dev, t->udb_bar, off, val);
+}
+
+uint32_t rnic_udb_rd(RnicTest *t, uint32_t page, uint32_t reg)
+{
+    uint64_t off = rnic_udb_off(t, page, reg);
+
+    return qpci_io_readl(t->dev, t->udb_bar, off);
+}
+
 /*
  * Unmask every MSI-X vector and point it at a word of guest memory, so that
  * an interrupt shows up as RNIC_TEST_MSI_MAGIC | vector written there.
@@ -306,6 +328,9 @@ void rnic_test_stop(RnicTest *t)
         rnic_capture_finish(t);
     }
     qpci_iounmap(t->dev, t->regs);
+    if (t->udb_size) {
+        qpci_iounmap(t->dev, t->udb_bar);
+    }
     g_free(t->dev);
     g_free(t->port);
     if (t->owner) {
@@ -405,6 +430,7 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
     struct rnic_cmd_create_cq p = {
         .log_size = log,
         .msix_vector = vector,
+        .udb = cpu_to_le32(t->udb),
     };
     struct rnic_cmd cmd;
 
@@ -431,6 +457,7 @@ static uint16_t rnic_create_qp_rings(RnicTest *t, uint32_t pdn, uint32_t scq,
         .rq_log_size = log,
         .sq_addr = cpu_to_le64(sq),
         .rq_addr = cpu_to_le64(rq),
+        .udb = cpu_to_le32(t->udb),
     };
     struct rnic_cmd cmd;
 

@@ -31,6 +31,9 @@ typedef struct RnicTest {
     uint64_t cmdq, eq, msi_mem;
     uint32_t cmd_prod, eq_cons;
     uint8_t eq_log;         /* set before rnic_test_enable; 0: default */
+    uint32_t udb;           /* doorbell page + 1 of CQs and QPs made next */
+    QPCIBar udb_bar;        /* BAR 4, mapped by the first rnic_udb_wr() */
+    uint64_t udb_size;
     char *cap_id;           /* RNIC_QTEST_CAPTURE: the device's id */
 } RnicTest;
 
@@ -43,6 +46,9 @@ typedef struct RnicTestQp {
 
 uint32_t rnic_rd(RnicTest *t, uint32_t reg);
 void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val);
+/* A doorbell (or any offset) of doorbell page @page in BAR 4. */
+void rnic_udb_wr(RnicTest *t, uint32_t page, uint32_t reg, uint32_t val);
+uint32_t rnic_udb_rd(RnicTest *t, uint32_t page, uint32_t reg);
 
 /*
  * True while a test runs with every rnic device on an IOThread
