@@ -13,7 +13,8 @@ shift
 # fuzzing never reaches a real service (or another test's socket).
 addr=127.255.255.254
 export QEMU_FUZZ_ARGS="-M q35 -nodefaults -device rnic,listen-allow=$addr,peer-allow=$addr"
-# The device's memory regions: rnic-regs (BAR 0) and its MSI-X BAR.
+# The device's memory regions: rnic-regs (BAR 0), rnic-udb (BAR 4, the
+# doorbell pages) and its MSI-X BAR.
 export QEMU_FUZZ_OBJECTS="rnic*"
 export ASAN_OPTIONS=detect_leaks=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
