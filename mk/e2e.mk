@@ -16,7 +16,8 @@ E2E_DIR := tests/e2e
 # Of NVMe over Fabrics (issue 10), one guest's target and host on its own
 # rnic.
 E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-iothread.sh rnic-siw.sh \
-             rnic-siw-variants.sh:p2p-both rdma-rnic.sh rdma-rnic-fail.sh \
+             rnic-siw-variants.sh:p2p-both rdma-rnic.sh rdma-rnic-iothread.sh \
+             rdma-rnic-fail.sh \
              nvmeof.sh:loop
 
 # Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.

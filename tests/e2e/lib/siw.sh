@@ -68,13 +68,14 @@ e2e_rnic_verbs_initramfs() {
 # random a.b keeps concurrent runs on one host apart), and a -device rnic
 # allowing both endpoints and nothing else (default deny).  Sets net, dev
 # and rnic_io, which goes (unquoted) before every -device "$dev": with
-# E2E_IOTHREAD=1 the IOThread object the device runs on (iothread=).
+# E2E_IOTHREAD=1 the IOThread object the device runs on (iothread=), with
+# E2E_IOTHREAD_OPTS appended to it (",poll-max-ns=N", say).
 e2e_rnic_pair() {
     net=10.$((RANDOM % 200 + 50)).$((RANDOM % 250 + 1))
     dev="rnic,id=rnic0,listen-allow=127${net#10}.0/24,peer-allow=127${net#10}.0/24"
     rnic_io=""
     if [ "${E2E_IOTHREAD:-}" = 1 ]; then
-        rnic_io="-object iothread,id=rnicio"
+        rnic_io="-object iothread,id=rnicio${E2E_IOTHREAD_OPTS:-}"
         dev="$dev,iothread=rnicio"
     fi
 }
