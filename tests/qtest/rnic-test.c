@@ -592,6 +592,39 @@ static void test_doorbell_burst(void)
 }
 
 /*
+ * Queues of no page (the kernel's) are rung through none, not even the one
+ * their number had before (a CQ number comes back, the lowest free).
+ */
+static void doorbell_pages_reuse(RnicTest *t, uint32_t pdn, uint32_t cqn,
+                                 uint32_t qpn)
+{
+    struct rnic_cmd_create_qp dq = { .qpn = cpu_to_le32(qpn) };
+    struct rnic_cmd_create_cq dc = { .cqn = cpu_to_le32(cqn) };
+    struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x200) };
+    struct rnic_cq_entry e;
+    uint64_t ring;
+    RnicTestQp qp;
+
+    rnic_cmd_ok(t, RNIC_CMD_DESTROY_QP, &dq, sizeof(dq));
+    rnic_cmd_ok(t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc));
+    t->udb = 0;
+    g_assert_cmpuint(rnic_create_cq(t, 3, 4, &ring), ==, cqn);
+    g_assert_cmphex(rnic_try_create_qp(t, pdn, cqn, cqn, 2, &qp), ==,
+                    RNIC_CMD_OK);
+    rnic_modify_qp_state(t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    qtest_memwrite(t->qts, qp.rq, &w, sizeof(w));
+    rnic_udb_wr(t, 1, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    rnic_udb_wr(t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
+    rnic_settle(t);
+    g_assert_false(rnic_read_cqe(t, ring, 3, 0, &e));
+    rnic_wr(t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
+    g_assert_true(wait_cqe(t, ring, 3, 0, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x200);
+    rnic_settle(t);
+    g_assert_false(rnic_msix_fired(t, 4));
+}
+
+/*
  * ABI 0.3's doorbell pages: a queue created with udb = n + 1 is rung
  * through page n of BAR 4 (and BAR 0, the kernel's), never through another
  * page; a doorbell through another page does nothing.  (That it cannot
@@ -662,6 +695,7 @@ static void test_doorbell_pages(void)
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x103);
     rnic_settle(&t);
     g_assert_true(rnic_msix_fired(&t, 3));
+    doorbell_pages_reuse(&t, pdn, cqn, qp.qpn);
     rnic_test_stop(&t);
 }
 
