@@ -271,6 +271,17 @@ static void rnic_db_error(hwaddr reg, uint32_t val, const char *why)
     trace_rnic_err_doorbell(reg, val, why);
 }
 
+/* BAR 0 (udb 0) rings every queue; page n only those made with udb n + 1. */
+static bool rnic_db_page_ok(hwaddr reg, uint32_t val, uint16_t udb,
+                            uint16_t owner)
+{
+    if (udb && owner != udb) {
+        rnic_db_error(reg, val, "queue of another doorbell page");
+        return false;
+    }
+    return true;
+}
+
 /*
  * Under the lock: from the register write, or from the mailbox (rnic-db.c).
  * udb: the doorbell page + 1 it came through, 0 for BAR 0 (the kernel's).
@@ -295,8 +306,7 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
             rnic_db_error(reg, val, qp ? "QP uses an SRQ" : "no such QP");
             return;
         }
-        if (udb && qp->udb != udb) {
-            rnic_db_error(reg, val, "QP of another doorbell page");
+        if (!rnic_db_page_ok(reg, val, udb, qp->udb)) {
             return;
         }
         if (!rnic_ring_db_prod(reg == RNIC_REG_DB_SQ ? &qp->sq : &qp->rq,
@@ -313,8 +323,7 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
             rnic_db_error(reg, val, "no such SRQ");
             return;
         }
-        if (udb && srq->udb != udb) {
-            rnic_db_error(reg, val, "SRQ of another doorbell page");
+        if (!rnic_db_page_ok(reg, val, udb, srq->udb)) {
             return;
         }
         if (!rnic_ring_db_prod(&srq->ring, idx)) {
@@ -331,8 +340,7 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
             rnic_db_error(reg, val, "no such CQ");
             return;
         }
-        if (udb && cq->udb != udb) {
-            rnic_db_error(reg, val, "CQ of another doorbell page");
+        if (!rnic_db_page_ok(reg, val, udb, cq->udb)) {
             return;
         }
         if (reg == RNIC_REG_DB_CQ) {
