@@ -29,7 +29,11 @@
  *    event loop would; the raw baseline is driven the same way.  Both
  *    set TCP_NODELAY, as the device does on its connections: with Nagle
  *    on, this loop's raw TCP moved about 2 GB/s where it moves 8-10
- *    without (2026-12-01), a baseline that flattered every ratio.  MULPDU
+ *    without (2026-12-01), a baseline that flattered every ratio.  Both
+ *    fix their socket buffers at 4 MiB (SOCK_BUF): left to the kernel's
+ *    autotuning, one loopback connection in two moved 1.6-2.4 GB/s for
+ *    its whole life and the others 7-12 (2026-12-01), so a ratio said
+ *    more about which connections it got than about rnic.  MULPDU
  *    comes from the connection's MSS, as in the device; -mss1460 shows
  *    the same with the MULPDU of a 1460-octet MSS (an Ethernet path), with
  *    and without CRC (the difference is what the CRC costs there).
@@ -70,6 +74,7 @@
 #define BENCH_RUNS      7
 #define MIB             ((size_t)1 << 20)
 #define XFER_PER_RUN    32          /* 1 MiB transfers per timed run */
+#define SOCK_BUF        (4 << 20)   /* SO_SNDBUF, SO_RCVBUF: see above */
 #define RTT_PER_RUN     2000
 #define NSTAGS          ((uint32_t)1 << 20)
 #define LOOKUPS_PER_RUN ((uint32_t)1 << 22)
@@ -262,10 +267,12 @@ static void tcp_connect_pair(void)
     }
     close(l);
     for (int i = 0; i < 2; i++) {
-        int one = 1;
+        int one = 1, bufsz = SOCK_BUF;
 
         fcntl(fd[i], F_SETFL, fcntl(fd[i], F_GETFL) | O_NONBLOCK);
         setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(fd[i], SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+        setsockopt(fd[i], SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
     }
 }
 
