@@ -98,7 +98,7 @@ struct rnic_ib_cq {
 	u32 cons;			/* entries consumed (free-running) */
 	u32 db_cons;			/* cons as last told to the device */
 	bool armed;			/* req_notify_cq since the last call */
-	u32 arm_cons;			/* cons when it was armed */
+	u32 arm_prod;			/* the first entry not yet written then */
 };
 
 struct rnic_ib_cep;

@@ -22,7 +22,7 @@
 . "$(dirname "$0")/lib/e2e.sh"
 
 dur=${BENCH_DUR:-10}
-perf=${BENCH_PERF:-ib_write_bw:65536,ib_write_bw:1048576,ib_read_bw:65536,ib_read_bw:1048576,ib_send_lat:64,ib_write_bw:4096}
+perf=${BENCH_PERF:-ib_write_bw:65536,ib_write_bw:1048576,ib_read_bw:65536,ib_read_bw:1048576,ib_send_lat:64,ib_send_lat:64:e,ib_write_bw:4096}
 tcp_pair=${TCP_PAIR:?set TCP_PAIR to the tcp-pair binary}
 out=$E2E_OUT/bench-guest
 mkdir -p "$out"

@@ -17,7 +17,7 @@
 # rnic's default accepts either) or 1 (rdma-rnic-siw-crc.sh).
 # E2E_RNIC_OPTS: more -device rnic options (",mpa-crc=required");
 # E2E_RNIC_QEMU_ARGS: more QEMU options for the rnic guest (-trace ...);
-# E2E_PERF: the perftest programs (PROG[:SIZE], comma-separated).
+# E2E_PERF: the perftest programs (PROG[:SIZE[:e]], comma-separated).
 . "$(dirname "$0")/lib/e2e.sh"
 
 name=${E2E_NAME:-rdma-rnic-siw}

@@ -167,8 +167,11 @@ e2e_rping_served() {
 }
 
 # perftest from the kernel command line: e2e.perf is a comma-separated
-# list of PROG or PROG:SIZE (bytes; default 64 for *_lat, 65536 else),
-# e2e.dur=SECONDS runs each for that long (-D) instead of 200 iterations,
+# list of PROG, PROG:SIZE (bytes; default 64 for *_lat, 65536 else) or
+# PROG:SIZE:e (both sides with -e: they sleep on completion events, so
+# the figure includes the interrupt path),
+# e2e.dur=SECONDS runs each for that long (-D; with -e, which perftest
+# cannot run with -D, 1000 iterations a second) instead of 200 iterations,
 # all with -R, test I on port PORT+I.  perftest under TCG sometimes moves
 # the data and then cannot report ("Correlation coefficient r^2 < 0.9":
 # its clock calibration), so the client retries each test until it
@@ -179,32 +182,44 @@ e2e_rping_served() {
 #   e2e_perf_connect PEER PORT   runs the clients in order
 #   e2e_perf_all server ADDR PORT / e2e_perf_all client PEER PORT: either
 # Each client's output is printed between E2E-PERF-BEGIN TAG and
-# E2E-PERF-END lines (TAG: PROG-SIZE) for the host to read figures from.
+# E2E-PERF-END lines (TAG: PROG-SIZE, PROG-SIZE-e) for the host to read
+# figures from.
 e2e_perf_loops=""
 
-e2e_perf_list() {       # "PROG SIZE" lines
-    local t size
+e2e_perf_list() {       # "PROG SIZE [-e]" lines
+    local t prog size ev
     for t in $(e2e_arg perf | tr ',' ' '); do
-        size=${t#*:}
-        if [ "$size" = "$t" ]; then
-            case $t in *_lat) size=64 ;; *) size=65536 ;; esac
+        prog=${t%%:*}
+        size=${t#"$prog"}
+        size=${size#:}
+        ev=${size#*:}
+        [ "$ev" = "$size" ] && ev=""
+        size=${size%%:*}
+        if [ -z "$size" ]; then
+            case $prog in *_lat) size=64 ;; *) size=65536 ;; esac
         fi
-        echo "${t%%:*} $size"
+        echo "$prog $size${ev:+ -$ev}"
     done
 }
 
-e2e_perf_n() {          # perftest's option for how long
+e2e_perf_n() {          # perftest's option for how long; $1: -e or not
     local dur
     dur=$(e2e_arg dur)
-    if [ -z "$dur" ]; then echo "-n 200"; else echo "-D $dur"; fi
+    if [ -z "$dur" ]; then
+        echo "-n 200"
+    elif [ -n "$1" ]; then
+        echo "-n $((dur * 1000))"   # perftest has no -D with -e
+    else
+        echo "-D $dur"
+    fi
 }
 
 e2e_perf_serve() {
-    local p=$2 prog size
-    while read -r prog size; do
-        # shellcheck disable=SC2046
-        e2e_perf_loop "$prog" "$p" -s "$size" $(e2e_perf_n) &
-        e2e_perf_loops="$e2e_perf_loops $!:$prog-$size:$p"
+    local p=$2 prog size ev
+    while read -r prog size ev; do
+        # shellcheck disable=SC2046,SC2086
+        e2e_perf_loop "$prog" "$p" -s "$size" $ev $(e2e_perf_n $ev) &
+        e2e_perf_loops="$e2e_perf_loops $!:$prog-$size$ev:$p"
         p=$((p + 1))
     done <<EOT
 $(e2e_perf_list)
@@ -220,13 +235,13 @@ e2e_perf_served() {
 }
 
 e2e_perf_connect() {
-    local p=$2 prog size
-    while read -r prog size; do
-        # shellcheck disable=SC2046
-        e2e_retry "$prog-$size" 60 timeout 300 \
-            "$prog" -R -p "$p" -s "$size" $(e2e_perf_n) "$1"
-        echo "E2E-PERF-BEGIN $prog-$size"
-        cat "/tmp/$prog-$size.out"
+    local p=$2 prog size ev
+    while read -r prog size ev; do
+        # shellcheck disable=SC2046,SC2086
+        e2e_retry "$prog-$size$ev" 60 timeout 300 \
+            "$prog" -R -p "$p" -s "$size" $ev $(e2e_perf_n $ev) "$1"
+        echo "E2E-PERF-BEGIN $prog-$size$ev"
+        cat "/tmp/$prog-$size$ev.out"
         echo "E2E-PERF-END"
         p=$((p + 1))
     done <<EOT
@@ -263,7 +278,7 @@ e2e_perf_stop() {
     local x pid tag p prog
     for x in $1; do
         pid=${x%%:*} tag=${x#*:} p=${x##*:}
-        tag=${tag%:*} prog=${tag%-*}
+        tag=${tag%:*} prog=${tag%%-*}
         kill "$pid"
         kill "$(cat "/tmp/$prog-$p.pid")" 2>/dev/null
         wait "$pid" 2>/dev/null

@@ -21,6 +21,7 @@ ROWS = [
     ("read-bw 64KiB", "ib_read_bw-65536", "BW_average", "MB/s", "bw 65536"),
     ("read-bw 1MiB", "ib_read_bw-1048576", "BW_average", "MB/s", "bw 1048576"),
     ("send-lat 64B", "ib_send_lat-64", "t_avg", "us", "lat 64"),
+    ("send-lat-ev 64B", "ib_send_lat-64-e", "t_avg", "us", "lat 64"),
     ("write-rate 4KiB", "ib_write_bw-4096", "MsgRate", "Mpps", "rate 4096"),
     ("write-bw 4KiB", "ib_write_bw-4096", "BW_average", "MB/s", "bw 4096"),
 ]
