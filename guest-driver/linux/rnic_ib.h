@@ -98,6 +98,7 @@ struct rnic_ib_cq {
 	u32 cons;			/* entries consumed (free-running) */
 	u32 db_cons;			/* cons as last told to the device */
 	bool armed;			/* req_notify_cq since the last call */
+	bool arm_solicited;		/* for solicited or failed entries only */
 	u32 arm_prod;			/* the first entry not yet written then */
 };
 

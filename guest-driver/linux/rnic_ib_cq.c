@@ -159,6 +159,31 @@ static u32 rnic_ib_cq_prod(struct rnic_ib_cq *cq)
 	return prod;
 }
 
+/*
+ * Whether the device has written, since the arm, an entry the arm asked
+ * for: any, or for a solicited arm a solicited or failed one (the rule
+ * of core/cq.c).  The device writes in order from arm_prod; an entry
+ * keeps its phase after it is consumed until the device writes its slot
+ * a lap later, so the walk sees entries whether they were taken or not,
+ * and a consumer that is past arm_prod has taken some anyway.
+ */
+static bool rnic_ib_cq_news(struct rnic_ib_cq *cq)
+{
+	u32 size = 1u << cq->ring.log_size, i = cq->arm_prod;
+	s32 taken = rnic_ib_cq_cons(cq) - cq->arm_prod;
+	struct rnic_cq_entry *e;
+
+	if (taken >= (s32)size || (taken > 0 && !cq->arm_solicited))
+		return true;
+	for (; i - cq->arm_prod < size && (e = rnic_ib_cq_at(cq, i)); i++) {
+		if (!cq->arm_solicited ||
+		    (READ_ONCE(e->flags) & RNIC_CQE_FLAG_SOLICITED) ||
+		    READ_ONCE(e->status) != RNIC_CQE_SUCCESS)
+			return true;
+	}
+	return false;
+}
+
 static enum ib_wc_status rnic_ib_wc_status(u8 status)
 {
 	static const enum ib_wc_status map[] = {
@@ -290,8 +315,14 @@ int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	bool missed;
 
 	spin_lock_irqsave(&cq->lock, irqflags);
+	/* As the device: a second arm keeps the first's start, and NEXT wins. */
+	if (!cq->armed) {
+		cq->arm_prod = rnic_ib_cq_prod(cq);
+		cq->arm_solicited = arm == RNIC_DB_ARM_SOLICITED;
+	} else if (arm == RNIC_DB_ARM_NEXT) {
+		cq->arm_solicited = false;
+	}
 	cq->armed = true;
-	cq->arm_prod = rnic_ib_cq_prod(cq);
 	rnic_write(dev->rdev, RNIC_REG_DB_CQ_ARM, cq->cqn | arm);
 	missed = rnic_ib_cq_next(cq);
 	spin_unlock_irqrestore(&cq->lock, irqflags);
@@ -310,19 +341,15 @@ void rnic_ib_cq_vector(struct rnic_ib_dev *dev, unsigned int vector)
 			continue;
 		spin_lock(&cq->lock);
 		/*
-		 * An entry written since the arm (at arm_prod: the device
-		 * writes in order), still in the ring or already taken by a
-		 * poller that held the lock while the interrupt waited: the
-		 * device has disarmed either way, so the consumer must hear
-		 * of it.  Entries written before the arm, consumed since or
-		 * not, are no event: another CQ's interrupt on this vector
-		 * would make one that a consumer polling once per event, as
-		 * perftest -e does, takes for a completion and falls out of
-		 * step.
+		 * An entry the arm asked for, still in the ring or already
+		 * taken by a poller that held the lock while the interrupt
+		 * waited: the device has disarmed either way, so the consumer
+		 * must hear of it.  Anything else is no event: another CQ's
+		 * interrupt on this vector would make one that a consumer
+		 * polling once per event, as perftest -e does, takes for a
+		 * completion and falls out of step.
 		 */
-		fire = cq->armed &&
-		       (rnic_ib_cq_at(cq, cq->arm_prod) ||
-			(s32)(rnic_ib_cq_cons(cq) - cq->arm_prod) > 0);
+		fire = cq->armed && rnic_ib_cq_news(cq);
 		if (fire)
 			cq->armed = false;
 		spin_unlock(&cq->lock);

@@ -49,13 +49,17 @@ e2e_check verbs-abi-check verbs-abi-check
 e2e_check verbs-abi-check-nodirect sh -c 'RNIC_DIRECT=0 verbs-abi-check'
 
 # Ports: rping on PORT, ucmatose, rdma_server and verbs-wr-check on
-# PORT+10, +11 and +12,
-# perftest from PORT+1 up.
+# PORT+10, +11 and +12, verbs-event-check on +13 (direct mode) and +14
+# (RNIC_DIRECT=0), perftest from PORT+1 up.
 if [ "$role" = server ]; then
     e2e_check rping-server timeout 120 rping -s -a "$me" -p "$port" -C 10 -v
     e2e_check ucmatose-server timeout 120 ucmatose -b "$me" -p $((port + 10))
     e2e_check rdma_server timeout 120 rdma_server -s "$me" -p $((port + 11))
     e2e_check verbs-wr-server timeout 120 verbs-wr-check -s "$me" $((port + 12))
+    e2e_check verbs-event-server timeout 120 \
+        verbs-event-check -s "$me" $((port + 13))
+    e2e_check verbs-event-server-nodirect timeout 120 \
+        verbs-event-check -s "$me" $((port + 14))
     e2e_perf_all server "$me" $((port + 1))
 else
     e2e_retry rping-client 60 timeout 30 rping -c -a "$peer" -p "$port" -C 10 -v -V
@@ -68,6 +72,10 @@ else
     e2e_retry ucmatose-client 60 timeout 30 ucmatose -s "$peer" -p $((port + 10))
     e2e_retry rdma_client 60 timeout 30 rdma_client -s "$peer" -p $((port + 11))
     e2e_retry verbs-wr-client 60 timeout 30 verbs-wr-check -c "$peer" $((port + 12))
+    e2e_retry verbs-event-client 60 timeout 30 \
+        verbs-event-check -c "$peer" $((port + 13))
+    e2e_retry verbs-event-client-nodirect 60 timeout 30 \
+        sh -c "RNIC_DIRECT=0 verbs-event-check -c $peer $((port + 14))"
     e2e_perf_all client "$peer" $((port + 1))
 fi
 

@@ -60,6 +60,7 @@ e2e_rnic_verbs_initramfs() {
         -a "$E2E_TOP/guest-driver/librnic/rnic.driver=/etc/libibverbs.d/rnic.driver" \
         -a "$E2E_VERBS_BIN/verbs-abi-check=/usr/bin/verbs-abi-check" \
         -a "$E2E_VERBS_BIN/verbs-wr-check=/usr/bin/verbs-wr-check" \
+        -a "$E2E_VERBS_BIN/verbs-event-check=/usr/bin/verbs-event-check" \
         ${args[@]+"${args[@]}"}
 }
 
