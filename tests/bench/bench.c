@@ -31,8 +31,8 @@
  *    on, this loop's raw TCP moved about 2 GB/s where it moves 8-10
  *    without (2026-12-01), a baseline that flattered every ratio.  Both
  *    fix their socket buffers at 4 MiB (SOCK_BUF): left to the kernel's
- *    autotuning, one loopback connection in two moved 1.6-2.4 GB/s for
- *    its whole life and the others 7-12 (2026-12-01), so a ratio said
+ *    autotuning, one loopback connection in two moved 1.6-2.8 GB/s for
+ *    its whole life and the others 3.8-12 (2026-12-01), so a ratio said
  *    more about which connections it got than about rnic.  MULPDU
  *    comes from the connection's MSS, as in the device; -mss1460 shows
  *    the same with the MULPDU of a 1460-octet MSS (an Ethernet path), with
