@@ -11,6 +11,7 @@ mkdir -p "$logdir"
 passed=0
 failed=0
 status=0
+failed_logs=()
 
 # Check prints "100%: Checks: N, Failures: F, Errors: E".
 count_check() {
@@ -49,6 +50,7 @@ run_part() {    # run_part TARGET COUNTER
     $make --no-print-directory "$1" 2>&1 | tee "$log"
     if [ "${PIPESTATUS[0]}" != 0 ]; then
         status=1
+        failed_logs+=("$log")
     fi
     if ! "$2" "$log"; then
         echo "check: $1 printed no summary (did it build?)"
@@ -64,5 +66,11 @@ for part in "$@"; do
     *) run_part "$part" count_meson ;;
     esac
 done
+# CI shows the end of this output: repeat what failed there, briefly.
+if [ ${#failed_logs[@]} -gt 0 ]; then
+    echo "check: what failed (whole logs: ${failed_logs[*]}):"
+    grep -h -E '^  [^ ]+\| |E2E-FAIL|E2E-RESULT FAIL|timed out|no E2E-DONE|^FAIL| FAIL +[0-9.]+s| TIMEOUT +[0-9.]+s|[0-9]+:[EF]:' \
+        "${failed_logs[@]}" | tail -n 40
+fi
 echo "check: $passed passed, $failed failed"
 exit $status

@@ -53,16 +53,30 @@ e2e_guest_verdict() {
     [ -z "$markers" ] || sed "s/^/  $name: /" <<<"$markers" >&2
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         e2e_log "$name: timed out after ${E2E_TIMEOUT}s (log: $log; QEMU's threads: $E2E_LOGS/$name.hang.txt)"
+        e2e_guest_excerpt "$name" '$'
         return 1
     fi
     if ! grep -q '^E2E-DONE' <<<"$markers"; then
         e2e_log "$name: no E2E-DONE, QEMU exit status $rc (log: $log)"
+        e2e_guest_excerpt "$name" '$'
         return 1
     fi
     if grep -q '^E2E-FAIL' <<<"$markers" || ! grep -q '^E2E-PASS' <<<"$markers"; then
         e2e_log "$name: failed (log: $log)"
+        e2e_guest_excerpt "$name" '^E2E-FAIL'
         return 1
     fi
+}
+
+# A failed guest's console around what failed (the end of the log when
+# it hung), as "  NAME| LINE": a CI run may keep only the end of its
+# output, which make check closes with these lines.  rping's per-ping
+# lines would crowd out the rest.
+e2e_guest_excerpt() {
+    local name=$1 at=$2
+    tr -d '\r' <"$E2E_LOGS/$name.log" | grep -v 'ping data' | cut -c1-160 |
+        if [ "$at" = '$' ]; then tail -n 15; else grep -B 8 -E "$at" | tail -n 30; fi |
+        sed "s/^/  $name| /" >&2
 }
 
 e2e_guest_wait() {
