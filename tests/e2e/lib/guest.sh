@@ -28,10 +28,32 @@ e2e_guest_start() {
         -serial stdio -no-reboot \
         -kernel "$E2E_VMLINUZ" -initrd "$initrd" \
         -append "console=ttyS0 quiet panic=-1 $append" \
+        ${E2E_IOTHREAD_NICE:+-name debug-threads=on} \
         "$@" </dev/null >"$log" 2>&1 &
     E2E_GUEST_PID[$name]=$!
     e2e_guest_watchdog "$name" "$!" </dev/null >/dev/null 2>&1 &
     E2E_GUEST_DOG[$name]=$!
+    [ -z "${E2E_IOTHREAD_NICE:-}" ] ||
+        e2e_iothread_nice "${E2E_GUEST_PID[$name]}" "$E2E_IOTHREAD_NICE"
+}
+
+# E2E_IOTHREAD_NICE=N: the IOThreads of every guest's QEMU (the threads
+# debug-threads names "IO ID") run at nice N, the way a host gives an
+# IOThread a core of its own where it has cores to spare (bench-guest's
+# column io-prio).  A negative N needs root.
+e2e_iothread_nice() {   # TIMEOUT-PID N
+    local qpid t n=0 tries=50
+    while [ $((tries -= 1)) -ge 0 ]; do
+        qpid=$(pgrep -P "$1" | head -n 1) || true
+        for t in ${qpid:+/proc/$qpid/task/*}; do
+            case $(cat "$t/comm" 2>/dev/null) in
+            "IO "*) renice -n "$2" -p "${t##*/}" >/dev/null && n=$((n + 1)) ;;
+            esac
+        done
+        [ "$n" -eq 0 ] || return 0
+        sleep 0.2
+    done
+    e2e_log "E2E_IOTHREAD_NICE: no IOThread reniced in QEMU ${qpid:-?}"
 }
 
 # Shortly before the timeout kills a hung guest, the stacks of its QEMU's
