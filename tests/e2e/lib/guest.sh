@@ -38,9 +38,9 @@ e2e_guest_start() {
 }
 
 # E2E_IOTHREAD_NICE=N: the IOThreads of every guest's QEMU (the threads
-# debug-threads names "IO ID") run at nice N, the way a host gives an
-# IOThread a core of its own where it has cores to spare (bench-guest's
-# column io-prio).  A negative N needs root.
+# debug-threads names "IO ID") run at nice N: on a host with no core to
+# spare for each IOThread, what comes closest (bench-guest's column
+# io-prio).  A negative N needs root.
 e2e_iothread_nice() {   # TIMEOUT-PID N
     local qpid t n=0 tries=50
     while [ $((tries -= 1)) -ge 0 ]; do
@@ -75,12 +75,12 @@ e2e_guest_verdict() {
     [ -z "$markers" ] || sed "s/^/  $name: /" <<<"$markers" >&2
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         e2e_log "$name: timed out after ${E2E_TIMEOUT}s (log: $log; QEMU's threads: $E2E_LOGS/$name.hang.txt)"
-        e2e_guest_excerpt "$name" '$'
+        e2e_guest_excerpt "$name"
         return 1
     fi
     if ! grep -q '^E2E-DONE' <<<"$markers"; then
         e2e_log "$name: no E2E-DONE, QEMU exit status $rc (log: $log)"
-        e2e_guest_excerpt "$name" '$'
+        e2e_guest_excerpt "$name"
         return 1
     fi
     if grep -q '^E2E-FAIL' <<<"$markers" || ! grep -q '^E2E-PASS' <<<"$markers"; then
@@ -90,14 +90,14 @@ e2e_guest_verdict() {
     fi
 }
 
-# A failed guest's console around what failed (the end of the log when
-# it hung), as "  NAME| LINE": a CI run may keep only the end of its
-# output, which make check closes with these lines.  rping's per-ping
-# lines would crowd out the rest.
+# e2e_guest_excerpt NAME [PATTERN]: a failed guest's console around the
+# lines matching PATTERN (without one, its end), as "  NAME| LINE": a CI
+# run may keep only the end of its output, which make check closes with
+# these lines.  rping's per-ping lines would crowd out the rest.
 e2e_guest_excerpt() {
-    local name=$1 at=$2
+    local name=$1 at=${2:-}
     tr -d '\r' <"$E2E_LOGS/$name.log" | grep -v 'ping data' | cut -c1-160 |
-        if [ "$at" = '$' ]; then tail -n 15; else grep -B 8 -E "$at" | tail -n 30; fi |
+        if [ -z "$at" ]; then tail -n 15; else grep -B 8 -E "$at" | tail -n 30; fi |
         sed "s/^/  $name| /" >&2
 }
 
