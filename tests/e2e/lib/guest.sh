@@ -40,20 +40,28 @@ e2e_guest_start() {
 # E2E_IOTHREAD_NICE=N: the IOThreads of every guest's QEMU (the threads
 # debug-threads names "IO ID") run at nice N: on a host with no core to
 # spare for each IOThread, what comes closest (bench-guest's column
-# io-prio).  A negative N needs root.
+# io-prio).  A negative N needs root; without it the scenario stops
+# rather than print figures under a name they do not have.
 e2e_iothread_nice() {   # TIMEOUT-PID N
     local qpid t n=0 tries=50
     while [ $((tries -= 1)) -ge 0 ]; do
-        qpid=$(pgrep -P "$1" | head -n 1) || true
+        qpid=$(e2e_guest_qemu "$1")
         for t in ${qpid:+/proc/$qpid/task/*}; do
             case $(cat "$t/comm" 2>/dev/null) in
-            "IO "*) renice -n "$2" -p "${t##*/}" >/dev/null && n=$((n + 1)) ;;
+            "IO "*) renice -n "$2" -p "${t##*/}" >/dev/null ||
+                        e2e_die "E2E_IOTHREAD_NICE: cannot renice ${t##*/}"
+                    n=$((n + 1)) ;;
             esac
         done
         [ "$n" -eq 0 ] || return 0
         sleep 0.2
     done
-    e2e_log "E2E_IOTHREAD_NICE: no IOThread reniced in QEMU ${qpid:-?}"
+    e2e_die "E2E_IOTHREAD_NICE: no IOThread in QEMU ${qpid:-?}"
+}
+
+# The QEMU that e2e_guest_start's timeout (pid $1) runs, if it runs yet.
+e2e_guest_qemu() {
+    pgrep -P "$1" | head -n 1 || true
 }
 
 # Shortly before the timeout kills a hung guest, the stacks of its QEMU's
@@ -62,7 +70,7 @@ e2e_iothread_nice() {   # TIMEOUT-PID N
 e2e_guest_watchdog() {
     local name=$1 tpid=$2 qpid
     sleep $((E2E_TIMEOUT - 15))
-    qpid=$(pgrep -P "$tpid" | head -n 1)
+    qpid=$(e2e_guest_qemu "$tpid")
     [ -n "$qpid" ] && command -v gdb >/dev/null || return 0
     gdb -batch -p "$qpid" -ex 'thread apply all bt' \
         >"$E2E_LOGS/$name.hang.txt" 2>&1
