@@ -116,6 +116,21 @@ static bool rnic_conn_mpa_phase(const RnicConn *c)
            c->state == RNIC_CONN_REJECTING;
 }
 
+/*
+ * Registers @rd and @wr on the socket unless they already are: QEMU's
+ * aio_set_fd_handler() allocates a handler node and wakes the event loop
+ * (an eventfd write and read, and a loop iteration) on every call, which
+ * the pump would otherwise pay after every step.
+ */
+static void rnic_conn_watch(RnicConn *c, IOHandler *rd, IOHandler *wr)
+{
+    if (rd != c->watch_rd || wr != c->watch_wr) {
+        c->watch_rd = rd;
+        c->watch_wr = wr;
+        rnic_set_fd_handler(c->s, c->fd, rd, wr, c);
+    }
+}
+
 static void rnic_conn_arm_deadline(RnicConn *c, uint32_t ms)
 {
     if (!timer_pending(c->deadline)) {
@@ -130,8 +145,8 @@ static void rnic_conn_wait_mpa(RnicConn *c)
               c->state == RNIC_CONN_WAIT_REQUEST;
     bool wr = c->state == RNIC_CONN_CONNECTING || c->out_off < c->out_len;
 
-    rnic_set_fd_handler(c->s, c->fd, rd ? rnic_conn_readable : NULL,
-                        wr ? rnic_conn_writable : NULL, c);
+    rnic_conn_watch(c, rd ? rnic_conn_readable : NULL,
+                    wr ? rnic_conn_writable : NULL);
     if (rnic_conn_mpa_phase(c)) {
         rnic_conn_arm_deadline(c, c->s->mpa_timeout_ms);
     } else {
@@ -144,8 +159,8 @@ static void rnic_conn_wait_dp(RnicConn *c, RnicVerdict v)
 {
     bool rd = !c->rx_stopped && !c->peer_fin;
 
-    rnic_set_fd_handler(c->s, c->fd, rd ? rnic_conn_readable : NULL,
-                        v == RNIC_DP_BLOCKED ? rnic_conn_writable : NULL, c);
+    rnic_conn_watch(c, rd ? rnic_conn_readable : NULL,
+                    v == RNIC_DP_BLOCKED ? rnic_conn_writable : NULL);
     if (v == RNIC_DP_MORE) {
         qemu_bh_schedule(c->bh);
     }

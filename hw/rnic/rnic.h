@@ -195,6 +195,8 @@ struct RnicConn {
     size_t early_len;
     QEMUTimer *deadline;    /* MPA exchange or graceful close too slow */
     QEMUBH *bh;             /* runs the pump again after a spent budget */
+    /* the handlers registered on fd: changed only when they differ */
+    IOHandler *watch_rd, *watch_wr;
     /* RTS: the QP's iWARP stream (rnic-dp.c) */
     struct rnic_ep *ep;
     bool rx_stopped;        /* Terminate sent or stream lost */
