@@ -1404,7 +1404,7 @@ static void test_read_flood_qmp(void)
     g_assert_cmpuint(most, <, 128 * 1024 * 1024);
     /*
      * The runs that gave way to QMP came back: all of it arrives, payload
-     * and framing.  The device sends in 256 KiB runs, a divisor of the
+     * and framing.  The device sends in 1 MiB runs, a divisor of the
      * payload: the count may pass through exactly PAGE * N on the way.
      */
     for (int i = 0; i < 120000 && qatomic_read(&d.bytes) <= (uint64_t)PAGE * N;
