@@ -544,6 +544,28 @@ uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn)
 }
 
 /* Reads CQ entry @index if the device has written it (phase check). */
+/*
+ * @n send WQEs at once: one memwrite per contiguous run of ring slots and
+ * one doorbell, as a driver posting a batch would (fewer qtest round
+ * trips for the benches).
+ */
+void rnic_post_sends(RnicTest *t, RnicTestQp *qp,
+                     const struct rnic_sq_wqe *w, uint32_t n)
+{
+    uint32_t size = 1u << qp->log;
+
+    for (uint32_t done = 0; done < n;) {
+        uint32_t first = (qp->sq_prod + done) & (size - 1);
+        uint32_t run = MIN(n - done, size - first);
+
+        qtest_memwrite(t->qts, qp->sq + first * RNIC_SQ_WQE_SIZE, w + done,
+                       run * sizeof(*w));
+        done += run;
+    }
+    qp->sq_prod += n;
+    rnic_wr(t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qp->qpn, qp->sq_prod));
+}
+
 bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log,
                    uint32_t index, struct rnic_cq_entry *e)
 {

@@ -129,6 +129,8 @@ uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring);
 void rnic_post_srq(RnicTest *t, RnicTestQp *srq, const struct rnic_rq_wqe *w);
 void rnic_post_recv(RnicTest *t, RnicTestQp *qp, const struct rnic_rq_wqe *w);
 void rnic_post_send(RnicTest *t, RnicTestQp *qp, const struct rnic_sq_wqe *w);
+void rnic_post_sends(RnicTest *t, RnicTestQp *qp,
+                     const struct rnic_sq_wqe *w, uint32_t n);
 void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
                           uint16_t expect);
 uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn);
