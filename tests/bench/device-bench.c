@@ -27,7 +27,7 @@
 #include "qemu/bswap.h"
 #include "libqos/rnic.h"
 
-#define RUNS        5
+#define RUNS        11
 #define XFERS       64              /* 1 MiB transfers per timed run */
 #define MIB         (1024 * 1024)
 #define PINGS       200
