@@ -38,6 +38,23 @@ static void rnic_conn_again(void *opaque);
 
 /* ---- slots ---- */
 
+
+/*
+ * Fixed socket buffers (sock-buf): with the kernel's autotuning `make
+ * bench`'s 1 MiB Reads between two QEMUs moved at 0.68 of raw TCP on
+ * average, with 4 MiB at 0.93 (docs/spec.md).  Best effort: the kernel
+ * caps the size at net.core.wmem_max and rmem_max.
+ */
+static void rnic_conn_set_bufs(RnicState *s, int fd)
+{
+    int size = s->sock_buf;
+
+    if (size) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    }
+}
+
 /*
  * A slot for @fd.  Connections the guest did not ask for (@passive:
  * accepted, handed in) never take the max-qps slots kept for its own
@@ -71,6 +88,7 @@ RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive)
     c->bh = rnic_bh_new(s, rnic_conn_again, c);
     qemu_socket_set_nonblock(fd);
     socket_set_nodelay(fd);
+    rnic_conn_set_bufs(s, fd);
     return c;
 }
 

@@ -107,6 +107,12 @@ static bool rnic_parse_properties(RnicState *s, Error **errp)
                    "to %u", RNIC_UDB_PAGES_MAX);
         return false;
     }
+    if (s->sock_buf && (s->sock_buf < RNIC_SOCK_BUF_MIN ||
+                        s->sock_buf > RNIC_SOCK_BUF_MAX)) {
+        error_setg(errp, "rnic: sock-buf must be 0 (the kernel's autotuning) "
+                   "or %u to %u", RNIC_SOCK_BUF_MIN, RNIC_SOCK_BUF_MAX);
+        return false;
+    }
     if (!s->mpa_crc_str || !strcmp(s->mpa_crc_str, "accept")) {
         s->mpa_crc = RNIC_MPA_CRC_ACCEPT;
     } else if (!strcmp(s->mpa_crc_str, "off")) {
@@ -264,6 +270,7 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("timewait-ms", RnicState, timewait_ms, 1000),
     DEFINE_PROP_UINT32("mpa-timeout-ms", RnicState, mpa_timeout_ms, 5000),
     DEFINE_PROP_UINT32("close-timeout-ms", RnicState, close_timeout_ms, 5000),
+    DEFINE_PROP_UINT32("sock-buf", RnicState, sock_buf, RNIC_SOCK_BUF_DEFAULT),
     DEFINE_PROP_STRING("stag-default", RnicState, stag_default),
     DEFINE_PROP_UINT64("fault-drop-after", RnicState, fault_drop_after, 0),
     DEFINE_PROP_UINT32("fault-corrupt-crc", RnicState, fault_corrupt_crc, 0),

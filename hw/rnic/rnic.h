@@ -141,6 +141,11 @@ typedef struct RnicQp {
  * that a stale id does not match.  17 bits hold the 2 * max-qps slots
  * that max-qps 65535 needs.
  */
+/* sock-buf: SO_SNDBUF and SO_RCVBUF of every connection (rnic-conn.c) */
+#define RNIC_SOCK_BUF_DEFAULT   (4u << 20)
+#define RNIC_SOCK_BUF_MIN       4096u
+#define RNIC_SOCK_BUF_MAX       (1u << 30)
+
 #define RNIC_CONN_INDEX_BITS 17
 #define RNIC_CONN_INDEX_MASK ((1u << RNIC_CONN_INDEX_BITS) - 1)
 #define RNIC_MAX_BACKLOG    128
@@ -272,6 +277,7 @@ struct RnicState {
     char *peer_allow_str;
     uint32_t mpa_timeout_ms;
     uint32_t close_timeout_ms;
+    uint32_t sock_buf;      /* SO_SNDBUF and SO_RCVBUF; 0: the kernel's */
     struct rnic_addr_map addr_map;  /* rnic-addr.c */
     char *addr_map_str;
 

@@ -779,6 +779,39 @@ static void test_hot_unplug(void)
     qtest_quit(qts);
 }
 
+/*
+ * sock-buf: 0 (the kernel's autotuning) or 4 KiB to 1 GiB; anything else
+ * fails realize, so device_add says why and adds nothing.
+ */
+static void test_sock_buf_bounds(void)
+{
+    static const int64_t bad[] = { 1, 4095, 1073741825 };
+    QTestState *qts = qtest_init(
+        "-M q35 -nodefaults "
+        "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
+        "-device pcie-root-port,id=rp0,bus=pcie.0,addr=0x2,chassis=1");
+    QDict *rsp;
+
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        rsp = qtest_qmp(qts, "{'execute': 'device_add', 'arguments': {"
+                        "'driver': 'rnic', 'bus': 'rp0', 'id': 'r', "
+                        "'sock-buf': %" PRId64 "}}", bad[i]);
+        g_assert_true(qdict_haskey(rsp, "error"));
+        g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"),
+                                              "desc"), "sock-buf must be"));
+        qobject_unref(rsp);
+    }
+    qtest_qmp_assert_success(qts, "{'execute': 'device_add', 'arguments': {"
+                             "'driver': 'rnic', 'bus': 'rp0', 'id': 'r', "
+                             "'sock-buf': 4096}}");
+    rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': {"
+                    "'path': '/machine/peripheral/r', 'property': "
+                    "'sock-buf'}}");
+    g_assert_cmpint(qdict_get_int(rsp, "return"), ==, 4096);
+    qobject_unref(rsp);
+    qtest_quit(qts);
+}
+
 /* SRQs: create, share between QPs, refuse to die while used. */
 static void test_srq(void)
 {
@@ -902,6 +935,7 @@ int main(int argc, char **argv)
                        test_arm_with_waiting_completions);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
+    qtest_add_func("/rnic/sock-buf-bounds", test_sock_buf_bounds);
     qtest_add_func("/rnic/verbs/srq", test_srq);
     qtest_add_func("/rnic/migration-blocked", test_migration_blocked);
     qtest_add_func("/rnic/bus-master-off", test_bus_master_off);
