@@ -255,20 +255,30 @@ static void tcp_child(int fd, bool echo, int runs)
     _exit(0);
 }
 
+/* As the device sets its sockets: no Nagle, sock-buf's default buffers. */
+static void tcp_setup(int fd)
+{
+    int one = 1, size = 4 << 20;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+}
+
 static int tcp_fork(bool echo, int runs, pid_t *pid)
 {
     uint16_t port;
-    int lfd = rnic_tcp_listen(&port), fd, one = 1;
+    int lfd = rnic_tcp_listen(&port), fd;
 
     *pid = fork();
     g_assert_cmpint(*pid, >=, 0);
     if (!*pid) {
         fd = rnic_tcp_connect(port, 0);
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        tcp_setup(fd);
         tcp_child(fd, echo, runs);
     }
     fd = rnic_tcp_accept(lfd);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    tcp_setup(fd);
     close(lfd);
     return fd;
 }
