@@ -38,7 +38,6 @@ static void rnic_conn_again(void *opaque);
 
 /* ---- slots ---- */
 
-
 /*
  * Fixed socket buffers (sock-buf): with the kernel's autotuning `make
  * bench`'s 1 MiB Reads between two QEMUs moved at 0.68 of raw TCP on

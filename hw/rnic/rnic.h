@@ -136,16 +136,17 @@ typedef struct RnicQp {
 } RnicQp;
 
 #define RNIC_MAX_LISTENERS  16
-/*
- * A connection id: its slot + 1 in the low bits, a generation above so
- * that a stale id does not match.  17 bits hold the 2 * max-qps slots
- * that max-qps 65535 needs.
- */
+
 /* sock-buf: SO_SNDBUF and SO_RCVBUF of every connection (rnic-conn.c) */
 #define RNIC_SOCK_BUF_DEFAULT   (4u << 20)
 #define RNIC_SOCK_BUF_MIN       4096u
 #define RNIC_SOCK_BUF_MAX       (1u << 30)
 
+/*
+ * A connection id: its slot + 1 in the low bits, a generation above so
+ * that a stale id does not match.  17 bits hold the 2 * max-qps slots
+ * that max-qps 65535 needs.
+ */
 #define RNIC_CONN_INDEX_BITS 17
 #define RNIC_CONN_INDEX_MASK ((1u << RNIC_CONN_INDEX_BITS) - 1)
 #define RNIC_MAX_BACKLOG    128
