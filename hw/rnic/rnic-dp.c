@@ -22,13 +22,10 @@
 #include "trace.h"
 
 /*
- * Octets one run may write before the loop gets its turn again: one batch
- * of 64 KiB FPDUs (RNIC_EP_TX_BATCH_BYTES).  A run costs a loop turn and
- * a system call or more whatever it carries: at 256 KiB `make bench`'s two
- * processes moved 1 MiB Writes at 0.5-0.75 of raw TCP, at 1 MiB 0.85-1.07
- * (docs/protocol.md, "Batches").
+ * Octets one run may write before the loop gets its turn again: one
+ * batch, since a run costs a loop turn whatever it carries (engine.h).
  */
-#define RNIC_DP_TX_BUDGET (1 * MiB)
+#define RNIC_DP_TX_BUDGET RNIC_EP_TX_BATCH_BYTES
 
 static uint32_t rnic_term_arg0(struct rnic_term_code code)
 {

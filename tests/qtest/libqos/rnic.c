@@ -515,11 +515,7 @@ void rnic_post_recv(RnicTest *t, RnicTestQp *qp,
 void rnic_post_send(RnicTest *t, RnicTestQp *qp,
                     const struct rnic_sq_wqe *w)
 {
-    uint64_t slot = qp->sq + (qp->sq_prod & ((1u << qp->log) - 1)) *
-                    RNIC_SQ_WQE_SIZE;
-
-    qtest_memwrite(t->qts, slot, w, sizeof(*w));
-    rnic_wr(t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qp->qpn, ++qp->sq_prod));
+    rnic_post_sends(t, qp, w, 1);
 }
 
 void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
@@ -543,7 +539,6 @@ uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn)
     return ((struct rnic_cmd_query_qp *)cmd.u.raw)->state;
 }
 
-/* Reads CQ entry @index if the device has written it (phase check). */
 /*
  * @n send WQEs at once: one memwrite per contiguous run of ring slots and
  * one doorbell, as a driver posting a batch would (fewer qtest round
@@ -566,6 +561,7 @@ void rnic_post_sends(RnicTest *t, RnicTestQp *qp,
     rnic_wr(t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qp->qpn, qp->sq_prod));
 }
 
+/* Reads CQ entry @index if the device has written it (phase check). */
 bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log,
                    uint32_t index, struct rnic_cq_entry *e)
 {
