@@ -276,13 +276,16 @@ enum rnic_stag_status rnic_mr_deregister(struct rnic_stag_table *t,
 
 /*
  * Guest address of region byte @off, and how many of the @len bytes from
- * there are contiguous in guest memory.
+ * there are contiguous in guest memory.  Pages that follow each other in
+ * guest memory make one chunk: a guest's buffers are often in runs of
+ * them, and every chunk costs the device a map and an unmap.
  */
 static uint64_t mr_chunk(const struct rnic_stag_entry *mr, uint64_t off,
                          uint64_t len, uint64_t *addr)
 {
     const struct rnic_page_list *l;
-    uint64_t pos, page_size, in_page;
+    uint64_t pos, page_size, n;
+    uint32_t i;
 
     if (!(mr->flags & RNIC_ENTRY_PAGE_LIST)) {
         *addr = mr->u.mr.addr + off;
@@ -291,9 +294,16 @@ static uint64_t mr_chunk(const struct rnic_stag_entry *mr, uint64_t off,
     l = mr->u.mr.list;
     page_size = 1ull << l->page_shift;
     pos = l->first_byte_offset + off;
-    in_page = pos & (page_size - 1);
-    *addr = l->addr[pos >> l->page_shift] + in_page;
-    return len < page_size - in_page ? len : page_size - in_page;
+    i = pos >> l->page_shift;
+    *addr = l->addr[i] + (pos & (page_size - 1));
+    n = page_size - (pos & (page_size - 1));
+    while (n < len && i + 1 < l->npages &&
+           l->addr[i] <= UINT64_MAX - page_size &&
+           l->addr[i + 1] == l->addr[i] + page_size) {
+        n += page_size;
+        i++;
+    }
+    return len < n ? len : n;
 }
 
 /* One contiguous guest range; zero copy where the device can map it. */

@@ -904,6 +904,37 @@ START_TEST(test_place_contiguous_pages)
 }
 END_TEST
 
+START_TEST(test_map_merges_adjacent_pages)
+{
+    /* Two runs: pages 4 and 5, then page 9 after a gap. */
+    uint64_t pages[3] = { gaddr(4 * PAGE), gaddr(5 * PAGE), gaddr(9 * PAGE) };
+    struct rnic_mr_attr a = mr_attr(pd1, pages, 3, 0x30000);
+    uint32_t stag = must_register(&a);
+    struct rnic_mem_iov iov[4];
+    struct rnic_mem_ref ref;
+    size_t n;
+
+    ck_assert_st(rnic_stag_resolve(t, stag, pd1, QPN, 0x30000 + 100,
+                                   3 * PAGE - 200, RNIC_ACCESS_REMOTE_READ,
+                                   &ref),
+                 RNIC_STAG_OK);
+    ck_assert_st(rnic_mem_map(&dma, &ref, false, iov, 4, &n), RNIC_STAG_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_ptr_eq(iov[0].base, g.mem + 4 * PAGE + 100);
+    ck_assert_uint_eq(iov[0].len, 2 * PAGE - 100);
+    ck_assert_ptr_eq(iov[1].base, g.mem + 9 * PAGE);
+    ck_assert_uint_eq(iov[1].len, PAGE - 100);
+    rnic_mem_unmap(&dma, iov, n, false, 0);
+    ck_assert_int_eq(g.mapped, 0);
+    /* Within the first run only: one piece. */
+    ref.len = PAGE;
+    ck_assert_st(rnic_mem_map(&dma, &ref, false, iov, 4, &n), RNIC_STAG_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(iov[0].len, PAGE);
+    rnic_mem_unmap(&dma, iov, n, false, 0);
+}
+END_TEST
+
 START_TEST(test_place_huge_pages)
 {
     const uint64_t huge = 2u << 20;
@@ -1601,6 +1632,7 @@ Suite *stag_suite(void)
     tcase_add_test(place, test_place_huge_pages);
     tcase_add_test(place, test_pages_outside_guest_memory);
     tcase_add_test(place, test_map_iov);
+    tcase_add_test(place, test_map_merges_adjacent_pages);
     tcase_add_test(place, test_zero_length_places_nothing);
     tcase_set_timeout(place, 60);
     suite_add_tcase(s, place);
