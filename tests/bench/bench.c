@@ -22,8 +22,11 @@
  *  - write-1m-crc / write-1m-nocrc: MB/s of RDMA Writes of 1 MiB between
  *    two engines (epfix sides) over one loopback TCP connection, each
  *    followed by a zero-length Send so that a run ends when the last
- *    Write is placed on the far side; against raw TCP moving the same
- *    bytes over the same kind of connection into a plain buffer.  MPA
+ *    Write is placed on the far side (one Write at a time: posted all at
+ *    once, the loop's writer outruns its reader and the loopback queue
+ *    outgrows the cache, raw TCP too: docs/protocol.md section 3);
+ *    against raw TCP moving the same bytes over the same kind of
+ *    connection into a plain buffer.  MPA
  *    results are set up directly (epf_mpa_pair), the handshake is not
  *    measured.  One thread drives both ends with poll(), as the device's
  *    event loop would; the raw baseline is driven the same way.  Both
