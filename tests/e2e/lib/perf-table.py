@@ -22,6 +22,7 @@ ROWS = [
     ("read-bw 1MiB", "ib_read_bw-1048576", "BW_average", "MB/s", "bw 1048576"),
     ("send-lat 64B", "ib_send_lat-64", "t_avg", "us", "lat 64"),
     ("send-lat-ev 64B", "ib_send_lat-64-e", "t_avg", "us", "lat 64"),
+    ("send-bw-ev 1MiB", "ib_send_bw-1048576-e", "BW_average", "MB/s", "bw 1048576"),
     ("write-rate 4KiB", "ib_write_bw-4096", "MsgRate", "Mpps", "rate 4096"),
     ("write-bw 4KiB", "ib_write_bw-4096", "BW_average", "MB/s", "bw 4096"),
 ]
@@ -71,10 +72,13 @@ def tcp_figures(path):
 
 def cpu_per_gib(figs, cpu_path, dur):
     """Host CPU seconds per GiB: all of a scenario's CPU time over the
-    bytes its bandwidth tests moved (BW average, MB/s, for dur seconds)."""
+    bytes its bandwidth tests moved: BW average (MB/s) for dur seconds,
+    or with -e (a count, not a time) message size times iterations."""
     with open(cpu_path) as f:
         user, sys_ = (float(x) for x in f.read().split()[-2:])
-    mib = sum(v.get("BW_average", 0) for v in figs.values()) * dur
+    mib = sum(v["#bytes"] * v["#iterations"] / 2**20 if t.endswith("-e")
+              else v["BW_average"] * dur
+              for t, v in figs.items() if "BW_average" in v)
     return (user + sys_) / (mib / 1024) if mib else None
 
 
