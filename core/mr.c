@@ -410,16 +410,19 @@ static enum rnic_stag_status map_range(const struct rnic_dma *dma,
     return RNIC_STAG_OK;
 }
 
-enum rnic_stag_status rnic_mem_map(const struct rnic_dma *dma,
-                                   const struct rnic_mem_ref *ref,
-                                   bool is_write, struct rnic_mem_iov *iov,
-                                   size_t max, size_t *n)
+enum rnic_stag_status rnic_mem_map_prefix(const struct rnic_dma *dma,
+                                          const struct rnic_mem_ref *ref,
+                                          bool is_write,
+                                          struct rnic_mem_iov *iov,
+                                          size_t max, size_t *n,
+                                          uint64_t *mapped)
 {
     uint64_t off = ref->offset;
     uint64_t left = ref->len;
     enum rnic_stag_status st = RNIC_STAG_OK;
 
     *n = 0;
+    *mapped = 0;
     if (!dma->map || !dma->unmap) {
         return RNIC_STAG_ERR_DMA;
     }
@@ -431,6 +434,25 @@ enum rnic_stag_status rnic_mem_map(const struct rnic_dma *dma,
         off += chunk;
         left -= chunk;
     }
+    if (st != RNIC_STAG_OK && st != RNIC_STAG_ERR_IOV_FULL) {
+        rnic_mem_unmap(dma, iov, *n, is_write, 0);
+        *n = 0;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        *mapped += iov[i].len;
+    }
+    return st;
+}
+
+enum rnic_stag_status rnic_mem_map(const struct rnic_dma *dma,
+                                   const struct rnic_mem_ref *ref,
+                                   bool is_write, struct rnic_mem_iov *iov,
+                                   size_t max, size_t *n)
+{
+    uint64_t mapped;
+    enum rnic_stag_status st = rnic_mem_map_prefix(dma, ref, is_write, iov,
+                                                   max, n, &mapped);
+
     if (st != RNIC_STAG_OK) {
         rnic_mem_unmap(dma, iov, *n, is_write, 0);
         *n = 0;

@@ -373,6 +373,17 @@ enum rnic_stag_status rnic_mem_map(const struct rnic_dma *dma,
                                    const struct rnic_mem_ref *ref,
                                    bool is_write, struct rnic_mem_iov *iov,
                                    size_t max, size_t *n);
+/*
+ * As rnic_mem_map(), but when @max runs out first (IOV_FULL) the pieces
+ * that fit stay mapped: *n of them, *mapped bytes from the start of the
+ * range (0 when none fit).  Pair with rnic_mem_unmap() as well.
+ */
+enum rnic_stag_status rnic_mem_map_prefix(const struct rnic_dma *dma,
+                                          const struct rnic_mem_ref *ref,
+                                          bool is_write,
+                                          struct rnic_mem_iov *iov,
+                                          size_t max, size_t *n,
+                                          uint64_t *mapped);
 /* @written: bytes stored through the mapping, counted from iov[0]. */
 void rnic_mem_unmap(const struct rnic_dma *dma, const struct rnic_mem_iov *iov,
                     size_t n, bool is_write, size_t written);

@@ -84,11 +84,13 @@ static enum rnic_stag_status tx_map_piece(struct tx_gather *g,
 {
     struct rnic_tx_fpdu *d = g->d;
     enum rnic_stag_status st;
+    uint64_t got;
     size_t k;
 
-    st = rnic_mem_map(g->ep->dma, ref, false, d->map + d->nmap,
-                      RNIC_EP_TX_MAPS - d->nmap, &k);
+    st = rnic_mem_map_prefix(g->ep->dma, ref, false, d->map + d->nmap,
+                             RNIC_EP_TX_MAPS - d->nmap, &k, &got);
     d->nmap += k;
+    g->pos += got;
     return st;
 }
 
@@ -103,21 +105,28 @@ static enum rnic_stag_status tx_copy_piece(struct tx_gather *g,
 }
 
 /*
- * Payload [m->off, m->off + n) of FPDU @d as iovecs: mapped if it can be,
- * else copied into the bounce buffer.  Returns the iovec count, or 0 with
- * the reason in *st (RNIC_STAG_OK: another FPDU holds the bounce buffer).
+ * Payload [m->off, m->off + *n) of FPDU @d as iovecs: mapped if it can be,
+ * else copied into the bounce buffer.  Memory in more pieces than an FPDU
+ * has iovecs (pages apart in guest memory) shortens the FPDU to the pieces
+ * that fit, which keeps it zero copy and leaves the one bounce buffer to
+ * memory that cannot be mapped.  Returns the iovec count, or 0 with the
+ * reason in *st (RNIC_STAG_OK: another FPDU holds the bounce buffer).
  */
-static int tx_gather(struct rnic_ep *ep, struct rnic_tx_fpdu *d, uint32_t n,
+static int tx_gather(struct rnic_ep *ep, struct rnic_tx_fpdu *d, uint32_t *n,
                      struct iovec *iov, enum rnic_stag_status *st)
 {
     struct rnic_tx_msg *m = &ep->msg;
     struct tx_gather g = { .ep = ep, .d = d };
+    enum rnic_stag_status mst;
 
     if (m->inline_data) {
-        iov[0] = (struct iovec) { (void *)(m->inline_data + m->off), n };
+        iov[0] = (struct iovec) { (void *)(m->inline_data + m->off), *n };
         return 1;
     }
-    if (tx_walk(ep, m->off, n, tx_map_piece, &g) == RNIC_STAG_OK) {
+    mst = tx_walk(ep, m->off, *n, tx_map_piece, &g);
+    if (mst == RNIC_STAG_OK ||
+        (mst == RNIC_STAG_ERR_IOV_FULL && g.pos)) {
+        *n = g.pos;
         for (size_t i = 0; i < d->nmap; i++) {
             iov[i] = (struct iovec) { d->map[i].base, d->map[i].len };
         }
@@ -125,17 +134,18 @@ static int tx_gather(struct rnic_ep *ep, struct rnic_tx_fpdu *d, uint32_t n,
     }
     rnic_tx_unmap(ep, d);
     d->nstags = 0;
+    g.pos = 0;
     *st = RNIC_STAG_OK;
     if (ep->bounce_busy) {
         return 0;
     }
-    *st = tx_walk(ep, m->off, n, tx_copy_piece, &g);
+    *st = tx_walk(ep, m->off, *n, tx_copy_piece, &g);
     if (*st != RNIC_STAG_OK) {
         return 0;
     }
     d->bounced = true;
     ep->bounce_busy = true;
-    iov[0] = (struct iovec) { ep->bounce, n };
+    iov[0] = (struct iovec) { ep->bounce, *n };
     return 1;
 }
 
@@ -570,7 +580,7 @@ static enum tx_build tx_build_segment(struct rnic_ep *ep, bool ahead)
     int cnt = 0;
 
     if (n) {
-        cnt = tx_gather(ep, d, n, ulpdu + 1, &st);
+        cnt = tx_gather(ep, d, &n, ulpdu + 1, &st);
         if (!cnt && (ahead || st == RNIC_STAG_OK)) {
             return TX_WAIT;
         }
