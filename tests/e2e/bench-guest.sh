@@ -23,11 +23,13 @@
 # time, client and server alike, and each IOThread waited for a core as
 # long as it ran); send-bw-ev is Send bandwidth with both sides asleep on
 # completion events (perftest has -e for Send, not for Write and Read):
-# the device's bandwidth when the guests leave it the host's cores.  Host CPU per byte: the user and system time of each
-# pair's whole scenario (its QEMU processes, boots and functional checks
-# included, so rnic's is counted high) over the bytes its bandwidth tests
-# moved (BW average x BENCH_DUR).  TCP_PAIR: the tcp-pair binary (the Makefile builds it).
-# BENCH_PERF: the perftest runs, PROG:SIZE comma-separated.
+# the device's bandwidth when the guests leave it the host's cores.
+# Host CPU per byte: the user and system time of each pair's whole
+# scenario (its QEMU processes, boots and functional checks included, so
+# rnic's is counted high) over the bytes its bandwidth tests moved (BW
+# average x BENCH_DUR; with -e, size x iterations).  TCP_PAIR: the
+# tcp-pair binary (the Makefile builds it).  BENCH_PERF: the perftest
+# runs, PROG:SIZE[:e] comma-separated.
 . "$(dirname "$0")/lib/e2e.sh"
 
 dur=${BENCH_DUR:-10}

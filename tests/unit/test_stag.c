@@ -932,6 +932,7 @@ START_TEST(test_map_merges_adjacent_pages)
     ck_assert_uint_eq(n, 1);
     ck_assert_uint_eq(iov[0].len, PAGE);
     rnic_mem_unmap(&dma, iov, n, false, 0);
+    ck_assert_int_eq(g.mapped, 0);
 }
 END_TEST
 
