@@ -580,6 +580,13 @@ enum rnic_stag_status rnic_stag_invalidate_remote(struct rnic_stag_table *t,
     return RNIC_STAG_OK;
 }
 
+bool rnic_stag_one_shot(const struct rnic_stag_table *t, uint32_t stag)
+{
+    const struct rnic_stag_entry *e = rnic_stag_entry_get(t, stag);
+
+    return e && (e->flags & RNIC_ENTRY_ONE_SHOT);
+}
+
 bool rnic_stag_message_done(struct rnic_stag_table *t, uint32_t stag)
 {
     struct rnic_stag_entry *e = rnic_stag_entry_get(t, stag);

@@ -434,6 +434,9 @@ enum rnic_stag_status rnic_stag_invalidate_remote(struct rnic_stag_table *t,
  */
 bool rnic_stag_message_done(struct rnic_stag_table *t, uint32_t stag);
 
+/* @stag names a one-shot entry (valid or not). */
+bool rnic_stag_one_shot(const struct rnic_stag_table *t, uint32_t stag);
+
 /*
  * The receive queue a linked buffer is posted to: a QP's own RQ or an SRQ.
  * Links are scoped to one queue (equal WR ids on two queues never meet)

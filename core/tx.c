@@ -554,7 +554,8 @@ static void tx_msg_framed(struct rnic_ep *ep, struct rnic_tx_fpdu *d)
     if (m->kind == RNIC_TX_SQ && !wr_is_read_like(m->wr)) {
         d->done = RNIC_TX_DONE_WR;
         d->wr = m->wr;
-    } else if (m->kind == RNIC_TX_READ_RESP) {
+    } else if (m->kind == RNIC_TX_READ_RESP &&
+               rnic_stag_one_shot(ep->stags, m->src.stag)) {
         d->done = RNIC_TX_DONE_READ_RESP;
         d->src_stag = m->src.stag;
     }

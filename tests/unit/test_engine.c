@@ -1488,6 +1488,37 @@ START_TEST(test_batch_one_shot_source)
 }
 END_TEST
 
+/* Read Responses from a persistent source go out together: all three are
+ * in A's first batch, not one per batch. */
+START_TEST(test_batch_read_responses)
+{
+    struct iovec iov[64];
+    struct rnic_ep_tx_fpdu f[RNIC_EP_TX_BATCH_FPDUS];
+    size_t len = rnic_fpdu_len(rnic_ddp_hdr_len(true) + 1000);
+    uint32_t src = remote_mr(&A, SRC_OFF, MIB, RNIC_ACCESS_REMOTE_READ,
+                             RNIC_STAG_PERSISTENT);
+    int cnt, nf;
+
+    rec_reset();
+    drain_both(false);
+    for (int i = 0; i < 3; i++) {
+        batch_read(&B, 1 + i, DST_OFF + i * 4096, src, SRC_OFF + i * 1000,
+                   1000);
+    }
+    while (move_some(&B, &A, SIZE_MAX)) {
+    }
+    ck_assert_uint_eq(rnic_ep_tx_peek_fpdus(A.ep, iov, 64, &cnt,
+                                            RNIC_EP_TX_BATCH_FPDUS, f, &nf),
+                      3 * len);
+    ck_assert_int_eq(nf, 3);
+    drain_both(false);
+    for (int i = 0; i < 3; i++) {
+        expect_cqe(B.scq, 1 + i, RNIC_WC_SUCCESS, RNIC_WC_READ, 1000);
+        expect_data(&B, DST_OFF + i * 4096, &A, SRC_OFF + i * 1000, 1000);
+    }
+}
+END_TEST
+
 /* A WR whose SGE is bad fails when it is reached, as one FPDU at a time:
  * the Write framed before it completes, nothing of it is sent. */
 START_TEST(test_batch_bad_sge_waits)
@@ -1707,6 +1738,7 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_recv_too_long);
     tcase_add_loop_test(tc, test_batch_same_stream, 0, 12);
     tcase_add_test(tc, test_batch_one_shot_source);
+    tcase_add_test(tc, test_batch_read_responses);
     tcase_add_test(tc, test_batch_bad_sge_waits);
     tcase_add_test(tc, test_batch_completion_at_last_octet);
     tcase_add_loop_test(tc, test_batch_terminate_first, 0, 2);
