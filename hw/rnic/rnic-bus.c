@@ -137,8 +137,8 @@ static void *rnic_ram_map(RnicState *s, uint64_t addr, size_t *len,
         return NULL;
     }
     RCU_READ_LOCK_GUARD();
-    mr = address_space_translate(pci_get_address_space(PCI_DEVICE(s)), addr,
-                                 &xlat, &l, is_write, attrs);
+    mr = address_space_translate(s->dma_as, addr, &xlat, &l, is_write,
+                                 attrs);
     if (!l || !memory_access_is_direct(mr, is_write, attrs)) {
         return NULL;
     }
@@ -170,13 +170,16 @@ static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
 static void rnic_dma_unmap_cb(void *opaque, void *host, size_t len,
                               bool is_write, size_t written)
 {
-    pci_dma_unmap(PCI_DEVICE(opaque), host, len,
-                  is_write ? DMA_DIRECTION_FROM_DEVICE
-                           : DMA_DIRECTION_TO_DEVICE, written);
+    RnicState *s = opaque;
+
+    dma_memory_unmap(s->dma_as, host, len,
+                     is_write ? DMA_DIRECTION_FROM_DEVICE
+                              : DMA_DIRECTION_TO_DEVICE, written);
 }
 
 void rnic_dma_init(RnicState *s)
 {
+    s->dma_as = pci_get_address_space(PCI_DEVICE(s));
     s->dma = (struct rnic_dma) {
         .opaque = s,
         .read = rnic_dma_read_cb,
