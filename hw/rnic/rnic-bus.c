@@ -74,8 +74,8 @@ static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
 int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len)
 {
     if (s->ctx ? rnic_ram_copy(s, addr, buf, len, false)
-               : s->unplugged || pci_dma_read(PCI_DEVICE(s), addr, buf,
-                                               len)) {
+               : s->unplugged || dma_memory_read(s->dma_as, addr, buf, len,
+                                                  MEMTXATTRS_UNSPECIFIED)) {
         rnic_dma_refused(s, "read", addr, len);
         return -1;
     }
@@ -85,8 +85,9 @@ int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len)
 int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len)
 {
     if (s->ctx ? rnic_ram_copy(s, addr, (void *)buf, len, true)
-               : s->unplugged || pci_dma_write(PCI_DEVICE(s), addr, buf,
-                                                len)) {
+               : s->unplugged || dma_memory_write(s->dma_as, addr, buf,
+                                                   len,
+                                                   MEMTXATTRS_UNSPECIFIED)) {
         rnic_dma_refused(s, "write", addr, len);
         return -1;
     }
@@ -107,23 +108,28 @@ static int rnic_dma_write_cb(void *opaque, uint64_t addr, const void *buf,
     return rnic_pci_write(opaque, addr, buf, len);
 }
 
-static bool rnic_dma_is_ram(PCIDevice *pdev, uint64_t addr, bool is_write)
+static DMADirection rnic_dma_dir(bool is_write)
+{
+    return is_write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE;
+}
+
+static bool rnic_dma_is_ram(RnicState *s, uint64_t addr, bool is_write)
 {
     MemTxAttrs attrs = MEMTXATTRS_UNSPECIFIED;
     hwaddr xlat, len = 1;
     MemoryRegion *mr;
 
     RCU_READ_LOCK_GUARD();
-    mr = address_space_translate(pci_get_address_space(pdev), addr, &xlat,
-                                 &len, is_write, attrs);
+    mr = address_space_translate(s->dma_as, addr, &xlat, &len, is_write,
+                                 attrs);
     return memory_access_is_direct(mr, is_write, attrs);
 }
 
 /*
  * IOThread: one translation, RAM or nothing.  A check followed by
- * pci_dma_map() would translate twice, and if the guest remapped memory
+ * dma_memory_map() would translate twice, and if the guest remapped memory
  * in between, map would fall back to a bounce buffer whose MMIO access
- * takes the BQL.  pci_dma_unmap() releases what this takes.
+ * takes the BQL.  The unmap callback releases what this takes.
  */
 static void *rnic_ram_map(RnicState *s, uint64_t addr, size_t *len,
                           bool is_write)
@@ -157,11 +163,9 @@ static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
     if (s->ctx) {
         return rnic_ram_map(s, addr, len, is_write);
     }
-    if (!s->unplugged &&
-        rnic_dma_is_ram(PCI_DEVICE(s), addr, is_write)) {
-        p = pci_dma_map(PCI_DEVICE(s), addr, &l,
-                        is_write ? DMA_DIRECTION_FROM_DEVICE
-                                 : DMA_DIRECTION_TO_DEVICE);
+    if (!s->unplugged && rnic_dma_is_ram(s, addr, is_write)) {
+        p = dma_memory_map(s->dma_as, addr, &l, rnic_dma_dir(is_write),
+                           MEMTXATTRS_UNSPECIFIED);
     }
     *len = p ? l : 0;
     return p;
@@ -172,9 +176,7 @@ static void rnic_dma_unmap_cb(void *opaque, void *host, size_t len,
 {
     RnicState *s = opaque;
 
-    dma_memory_unmap(s->dma_as, host, len,
-                     is_write ? DMA_DIRECTION_FROM_DEVICE
-                              : DMA_DIRECTION_TO_DEVICE, written);
+    dma_memory_unmap(s->dma_as, host, len, rnic_dma_dir(is_write), written);
 }
 
 void rnic_dma_init(RnicState *s)

@@ -255,7 +255,7 @@ struct RnicState {
 
     /* objects, created by commands (rnic-verbs.c) */
     struct rnic_dma dma;
-    AddressSpace *dma_as;   /* the bus-master space, cast once (hot path) */
+    AddressSpace *dma_as;   /* bus-master space: all DMA (rnic-bus.c) */
     struct rnic_stag_table *stags;
     struct rnic_qpn_table *qpns;
     RnicCq **cqs;           /* [max_cq], cqn = index + 1 */
