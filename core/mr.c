@@ -278,7 +278,7 @@ enum rnic_stag_status rnic_mr_deregister(struct rnic_stag_table *t,
  * Guest address of region byte @off, and how many of the @len bytes from
  * there are contiguous in guest memory.  Pages that follow each other in
  * guest memory make one chunk: a guest's buffers are often in runs of
- * them, and every chunk costs the device a map and an unmap.
+ * them, and every chunk costs the device a translation of the address.
  */
 static uint64_t mr_chunk(const struct rnic_stag_entry *mr, uint64_t off,
                          uint64_t len, uint64_t *addr)
@@ -306,42 +306,6 @@ static uint64_t mr_chunk(const struct rnic_stag_entry *mr, uint64_t off,
     return len < n ? len : n;
 }
 
-/* One contiguous guest range; zero copy where the device can map it. */
-static int dma_copy(const struct rnic_dma *dma, uint64_t addr,
-                    uint8_t *to_host, const uint8_t *from_host, size_t len)
-{
-    bool is_write = from_host != NULL;
-
-    while (len && dma->map) {
-        size_t n = len;
-        uint8_t *host = dma->map(dma->opaque, addr, &n, is_write);
-
-        if (!host) {
-            break;
-        }
-        n = n < len ? n : len;
-        if (is_write) {
-            memcpy(host, from_host, n);
-            from_host += n;
-        } else {
-            memcpy(to_host, host, n);
-            to_host += n;
-        }
-        dma->unmap(dma->opaque, host, n, is_write, is_write ? n : 0);
-        if (n == 0) {
-            break;
-        }
-        addr += n;
-        len -= n;
-    }
-    if (!len) {
-        return 0;
-    }
-    /* Not mappable (MMIO, or no map at all): the copy path decides. */
-    return is_write ? rnic_dma_write(dma, addr, from_host, len)
-                    : rnic_dma_read(dma, addr, to_host, len);
-}
-
 static enum rnic_stag_status mem_copy(const struct rnic_dma *dma,
                                       const struct rnic_mem_ref *ref,
                                       uint8_t *to_host,
@@ -354,7 +318,8 @@ static enum rnic_stag_status mem_copy(const struct rnic_dma *dma,
         uint64_t addr;
         uint64_t n = mr_chunk(ref->mr, off, left, &addr);
 
-        if (dma_copy(dma, addr, to_host, from_host, n) < 0) {
+        if ((from_host ? rnic_dma_write(dma, addr, from_host, n)
+                       : rnic_dma_read(dma, addr, to_host, n)) < 0) {
             return RNIC_STAG_ERR_DMA;
         }
         if (to_host) {

@@ -48,8 +48,8 @@ static void rnic_dma_unmap_cb(void *opaque, void *host, size_t len,
                               bool is_write, size_t written);
 
 /* IOThread: a copy through RAM mappings only; nonzero if not all RAM. */
-static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
-                         bool is_write)
+static int rnic_ram_copy_mapped(RnicState *s, uint64_t addr, void *buf,
+                                size_t len, bool is_write)
 {
     while (len) {
         size_t l = len;
@@ -64,6 +64,80 @@ static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
             memcpy(buf, p, l);
         }
         rnic_dma_unmap_cb(s, p, l, is_write, is_write ? l : 0);
+        addr += l;
+        buf = (uint8_t *)buf + l;
+        len -= l;
+    }
+    return 0;
+}
+
+/*
+ * IOThread: guest RAM through one MemoryRegionCache, made at the first
+ * copy of an entry into the device (rnic-entry.c) from that address to
+ * the end of its RAM section, and dropped when the entry ends, so it
+ * holds its references for one bounded run.  A map and unmap per WQE,
+ * CQE and run of placed pages cost the IOThread up to a tenth of its
+ * time (translation, references, and finding the RAM block again from
+ * the host pointer); a hit costs a range check and a pointer compare.
+ * The cache is good while the address space's flat view is the one it
+ * was made from (every topology change makes a new one, and the cache's
+ * reference keeps the old one from being reused).  As with a map, one
+ * translation decides RAM or nothing; what is not RAM here goes to the
+ * mapping copy, which refuses all but RAM (a ROM read, behind an IOMMU).
+ */
+#define RNIC_RAM_SPAN (1ull << 40)
+
+void rnic_ram_drop(RnicState *s)
+{
+    if (s->ram_live) {
+        address_space_cache_destroy(&s->ram);
+        s->ram_live = false;
+    }
+}
+
+static uint8_t *rnic_ram_at(RnicState *s, uint64_t addr, size_t *len)
+{
+    uint64_t off = addr - s->ram_base;
+
+    if (!s->ram_live || off >= s->ram.len ||
+        address_space_to_flatview(s->dma_as) != s->ram.fv) {
+        rnic_ram_drop(s);
+        if (!rnic_inside(s)) {
+            return NULL;        /* no entry of ours would drop it */
+        }
+        address_space_cache_init(&s->ram, s->dma_as, addr, RNIC_RAM_SPAN,
+                                 true);
+        s->ram_live = true;
+        s->ram_base = addr;
+        off = 0;
+    }
+    if (!s->ram.ptr) {
+        return NULL;
+    }
+    *len = MIN(*len, s->ram.len - off);
+    return s->ram.ptr + off;
+}
+
+static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
+                         bool is_write)
+{
+    while (len) {
+        size_t l = len;
+        uint8_t *p;
+
+        if (qatomic_read(&s->unplugged)) {
+            return -1;
+        }
+        p = rnic_ram_at(s, addr, &l);
+        if (!p) {
+            return rnic_ram_copy_mapped(s, addr, buf, len, is_write);
+        }
+        if (is_write) {
+            memcpy(p, buf, l);
+            address_space_cache_invalidate(&s->ram, addr - s->ram_base, l);
+        } else {
+            memcpy(buf, p, l);
+        }
         addr += l;
         buf = (uint8_t *)buf + l;
         len -= l;

@@ -95,6 +95,7 @@ void rnic_leave(RnicState *s)
         }
         s->teardown_deferred = s->reset_deferred = false;
         s->running_deferred = false;
+        rnic_ram_drop(s);
         if (rnic_guards(s)) {
             g->engaged_in_io = s->guard_saved;
         }
@@ -124,7 +125,7 @@ void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque)
  * Inside an entry of this thread?  Another thread's entry (the IOThread's)
  * is not ours to wait for here: rnic_run_on_ctx() queues behind it.
  */
-static bool rnic_inside(RnicState *s)
+bool rnic_inside(RnicState *s)
 {
     if (s->ctx) {
         return qatomic_read(&s->owner_tid) == rnic_thread_id();

@@ -256,6 +256,9 @@ struct RnicState {
     /* objects, created by commands (rnic-verbs.c) */
     struct rnic_dma dma;
     AddressSpace *dma_as;   /* bus-master space: all DMA (rnic-bus.c) */
+    MemoryRegionCache ram;  /* with an IOThread: RAM copies, one entry */
+    uint64_t ram_base;      /* the guest address of ram.ptr */
+    bool ram_live;          /* ram holds references until rnic_ram_drop */
     struct rnic_stag_table *stags;
     struct rnic_qpn_table *qpns;
     RnicCq **cqs;           /* [max_cq], cqn = index + 1 */
@@ -430,17 +433,20 @@ void rnic_teardown(RnicState *s);
 int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len);
 int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len);
 void rnic_dma_init(RnicState *s);
+void rnic_ram_drop(RnicState *s);
 void rnic_irq(RnicState *s, unsigned vector);
 void rnic_irq_bh(void *opaque);
 
 /*
  * rnic-entry.c: every callback from QEMU runs inside rnic_enter/leave (or
- * through rnic_guarded).  rnic_defer() returns true, having set *flag,
- * when the caller is inside a callback and must leave @what to its end.
+ * through rnic_guarded).  rnic_inside(): this thread is in one.
+ * rnic_defer() returns true, having set *flag, when the caller is inside
+ * a callback and must leave @what to its end.
  */
 void rnic_enter(RnicState *s);
 void rnic_leave(RnicState *s);
 void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque);
+bool rnic_inside(RnicState *s);
 bool rnic_defer(RnicState *s, bool *flag, const char *what);
 
 /* rnic-thread.c: handlers, timers and BHs on the device's context */

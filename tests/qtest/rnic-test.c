@@ -938,6 +938,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/sock-buf-bounds", test_sock_buf_bounds);
     qtest_add_func("/rnic/verbs/srq", test_srq);
     qtest_add_func("/rnic/migration-blocked", test_migration_blocked);
-    qtest_add_func("/rnic/bus-master-off", test_bus_master_off);
+    rnic_test_add_both("/rnic/bus-master-off", test_bus_master_off);
     return g_test_run();
 }

@@ -868,25 +868,20 @@ START_TEST(test_place_across_pages)
     uint64_t pages[3] = { gaddr(5 * PAGE), gaddr(1 * PAGE), gaddr(9 * PAGE) };
     struct rnic_mr_attr a = mr_attr(pd1, pages, 3, 0x7f0000001064ull);
     uint32_t stag;
-    const struct {
-        bool can_map;
-        size_t map_limit;
-    } modes[] = { { true, 0 }, { true, 1000 }, { false, 0 } };
 
     a.first_byte_offset = 100;
     a.length = 3 * PAGE - 100 - 50;
     stag = must_register(&a);
-    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
-        g.can_map = modes[m].can_map;
-        g.map_limit = modes[m].map_limit;
-        guest_fill();
-        place_and_check(stag, &a, 3900, PAGE + 500);    /* pages 0, 1, 2 */
-        place_and_check(stag, &a, 0, 1);
-        place_and_check(stag, &a, a.length - 7, 7);
-        place_and_check(stag, &a, 0, a.length);
-    }
-    /* The copy path was used when maps were refused, the map path else. */
-    ck_assert_uint_gt(g.maps, 0);
+    guest_fill();
+    place_and_check(stag, &a, 3900, PAGE + 500);    /* pages 0, 1, 2 */
+    place_and_check(stag, &a, 0, 1);
+    place_and_check(stag, &a, a.length - 7, 7);
+    place_and_check(stag, &a, 0, a.length);
+    /*
+     * Placing and fetching copy (one translation per run of pages); maps
+     * are for what a socket call reads or fills in place.
+     */
+    ck_assert_uint_eq(g.maps, 0);
 }
 END_TEST
 
@@ -899,7 +894,6 @@ START_TEST(test_place_contiguous_pages)
     a.first_byte_offset = 17;
     a.length = 3 * PAGE - 17;
     stag = must_register(&a);
-    g.map_limit = 333;
     place_and_check(stag, &a, 4000, 5000);
 }
 END_TEST
@@ -948,7 +942,6 @@ START_TEST(test_place_huge_pages)
     a.length = 2 * huge - 0x1234 - 16;
     stag = must_register(&a);
     place_and_check(stag, &a, huge - 0x1234 - 10, 30);
-    g.can_map = false;
     place_and_check(stag, &a, huge - 0x1234 - 3000, 6000);
 }
 END_TEST
