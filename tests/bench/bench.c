@@ -36,7 +36,9 @@
  *    fix their socket buffers at 4 MiB (SOCK_BUF): left to the kernel's
  *    autotuning, one loopback connection in two moved 1.6-2.8 GB/s for
  *    its whole life and the others 3.8-12 (2026-12-01), so a ratio said
- *    more about which connections it got than about rnic.  MULPDU
+ *    more about which connections it got than about rnic.  Fixed buffers
+ *    made most connections steady, not all: each of the two is the
+ *    fastest of three drawn (tcp_connect_pair).  MULPDU
  *    comes from the connection's MSS, as in the device; -mss1460 shows
  *    the same with the MULPDU of a 1460-octet MSS (an Ethernet path), with
  *    and without CRC (the difference is what the CRC costs there).
@@ -78,6 +80,7 @@
 #define MIB             ((size_t)1 << 20)
 #define XFER_PER_RUN    32          /* 1 MiB transfers per timed run */
 #define SOCK_BUF        (4 << 20)   /* SO_SNDBUF, SO_RCVBUF: see above */
+#define CONN_DRAWS      3           /* connections drawn per pair: see above */
 #define RTT_PER_RUN     2000
 #define NSTAGS          ((uint32_t)1 << 20)
 #define LOOKUPS_PER_RUN ((uint32_t)1 << 22)
@@ -252,7 +255,7 @@ static void bench_crc32c(void)
 /* ---- loopback TCP ---- */
 
 
-static void tcp_connect_pair(void)
+static void tcp_connect_one(void)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET };
     socklen_t len = sizeof(sa);
@@ -337,6 +340,41 @@ static void raw_pingpong_run(void *arg)
         raw_move(0, len);
         raw_move(1, len);
     }
+}
+
+/*
+ * The fastest of CONN_DRAWS fresh connections, each timed by one raw run:
+ * with the same settings, now and then a loopback connection moves a
+ * fraction of what the others do for its whole life (see the head), and
+ * a row that drew one for its raw baseline printed a ratio above 2.  The
+ * engines' connection is drawn the same way, so a ratio compares rnic
+ * with raw TCP, not one connection with another.
+ */
+static void tcp_connect_pair(void)
+{
+    int best[2] = { -1, -1 };
+    double best_t = 0;
+
+    for (int i = 0; i < CONN_DRAWS; i++) {
+        double t = now_s();
+
+        tcp_connect_one();
+        raw_stream_run(NULL);
+        t = now_s() - t;
+        if (best[0] >= 0 && t >= best_t) {
+            tcp_close_pair();
+            continue;
+        }
+        if (best[0] >= 0) {
+            close(best[0]);
+            close(best[1]);
+        }
+        best[0] = fd[0];
+        best[1] = fd[1];
+        best_t = t;
+    }
+    fd[0] = best[0];
+    fd[1] = best[1];
 }
 
 /* ---- two engines ---- */
