@@ -47,6 +47,11 @@ static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
 static void rnic_dma_unmap_cb(void *opaque, void *host, size_t len,
                               bool is_write, size_t written);
 
+static DMADirection rnic_dma_dir(bool is_write)
+{
+    return is_write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE;
+}
+
 /* IOThread: a copy through RAM mappings only; nonzero if not all RAM. */
 static int rnic_ram_copy_mapped(RnicState *s, uint64_t addr, void *buf,
                                 size_t len, bool is_write)
@@ -72,18 +77,31 @@ static int rnic_ram_copy_mapped(RnicState *s, uint64_t addr, void *buf,
 }
 
 /*
- * IOThread: guest RAM through one MemoryRegionCache, made at the first
- * copy of an entry into the device (rnic-entry.c) from that address to
- * the end of its RAM section, and dropped when the entry ends, so it
- * holds its references for one bounded run.  A map and unmap per WQE,
- * CQE and run of placed pages cost the IOThread up to a tenth of its
- * time (translation, references, and finding the RAM block again from
- * the host pointer); a hit costs a range check and a pointer compare.
- * The cache is good while the address space's flat view is the one it
- * was made from (every topology change makes a new one, and the cache's
- * reference keeps the old one from being reused).  As with a map, one
- * translation decides RAM or nothing; what is not RAM here goes to the
- * mapping copy, which refuses all but RAM (a ROM read, behind an IOMMU).
+ * Not through the cache: the main loop may reach any memory (the
+ * re-entrancy guard refuses its own BARs), the IOThread RAM only.
+ */
+static int rnic_dma_slow(RnicState *s, uint64_t addr, void *buf, size_t len,
+                         bool is_write)
+{
+    if (s->ctx) {
+        return rnic_ram_copy_mapped(s, addr, buf, len, is_write);
+    }
+    return dma_memory_rw(s->dma_as, addr, buf, len, rnic_dma_dir(is_write),
+                         MEMTXATTRS_UNSPECIFIED) == MEMTX_OK ? 0 : -1;
+}
+
+/*
+ * Guest RAM through one MemoryRegionCache, made at the first copy of an
+ * entry into the device (rnic-entry.c) from that address to the end of
+ * its RAM section, and dropped when the entry ends, so it holds its
+ * references for one bounded run.  A map and unmap per WQE, CQE and run
+ * of placed pages cost the IOThread up to a tenth of its time
+ * (translation, references, and finding the RAM block again from the
+ * host pointer); a hit costs a range check and a pointer compare.  The
+ * cache is good while the address space's flat view is the one it was
+ * made from (every topology change makes a new one, and the cache's
+ * reference keeps the old one from being reused).  One translation
+ * decides RAM or not, as with a map; the rest goes the slow way.
  */
 #define RNIC_RAM_SPAN (1ull << 40)
 
@@ -118,7 +136,7 @@ static uint8_t *rnic_ram_at(RnicState *s, uint64_t addr, size_t *len)
     return s->ram.ptr + off;
 }
 
-static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
+static int rnic_dma_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
                          bool is_write)
 {
     while (len) {
@@ -130,7 +148,7 @@ static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
         }
         p = rnic_ram_at(s, addr, &l);
         if (!p) {
-            return rnic_ram_copy_mapped(s, addr, buf, len, is_write);
+            return rnic_dma_slow(s, addr, buf, len, is_write);
         }
         if (is_write) {
             memcpy(p, buf, l);
@@ -147,9 +165,7 @@ static int rnic_ram_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
 
 int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len)
 {
-    if (s->ctx ? rnic_ram_copy(s, addr, buf, len, false)
-               : s->unplugged || dma_memory_read(s->dma_as, addr, buf, len,
-                                                  MEMTXATTRS_UNSPECIFIED)) {
+    if (rnic_dma_copy(s, addr, buf, len, false)) {
         rnic_dma_refused(s, "read", addr, len);
         return -1;
     }
@@ -158,10 +174,7 @@ int rnic_pci_read(RnicState *s, uint64_t addr, void *buf, size_t len)
 
 int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len)
 {
-    if (s->ctx ? rnic_ram_copy(s, addr, (void *)buf, len, true)
-               : s->unplugged || dma_memory_write(s->dma_as, addr, buf,
-                                                   len,
-                                                   MEMTXATTRS_UNSPECIFIED)) {
+    if (rnic_dma_copy(s, addr, (void *)buf, len, true)) {
         rnic_dma_refused(s, "write", addr, len);
         return -1;
     }
@@ -180,11 +193,6 @@ static int rnic_dma_write_cb(void *opaque, uint64_t addr, const void *buf,
                              size_t len)
 {
     return rnic_pci_write(opaque, addr, buf, len);
-}
-
-static DMADirection rnic_dma_dir(bool is_write)
-{
-    return is_write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE;
 }
 
 static bool rnic_dma_is_ram(RnicState *s, uint64_t addr, bool is_write)
