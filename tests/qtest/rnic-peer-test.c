@@ -57,20 +57,28 @@ static uint32_t crc32c(const uint8_t *p, size_t len)
 
 /* ---- FPDUs (RFC 5044 §7.1: length, ULPDU, pad, CRC) ---- */
 
-static void send_fpdu(Peer *p, const uint8_t *ulpdu, size_t len)
+/* Frames @ulpdu into @f (room for @size octets); returns the FPDU's length. */
+static size_t frame_fpdu(Peer *p, const uint8_t *ulpdu, size_t len,
+                         uint8_t *f, size_t size)
 {
-    uint8_t f[2048];
     size_t n = 2 + len, pad = (4 - n % 4) % 4;
     uint32_t crc;
 
-    g_assert_cmpuint(n + pad + 4, <=, sizeof(f));
+    g_assert_cmpuint(n + pad + 4, <=, size);
     stw_be_p(f, len);
     memcpy(f + 2, ulpdu, len);
     memset(f + n, 0, pad);
     n += pad;
     crc = p->crc ? crc32c(f, n) : 0;
     stl_le_p(f + n, crc);   /* the CRC goes out least significant first */
-    rnic_write_full(p->fd, f, n + 4);
+    return n + 4;
+}
+
+static void send_fpdu(Peer *p, const uint8_t *ulpdu, size_t len)
+{
+    uint8_t f[2048];
+
+    rnic_write_full(p->fd, f, frame_fpdu(p, ulpdu, len, f, sizeof(f)));
 }
 
 /* Reads one FPDU; returns the ULPDU length, the ULPDU in @ulpdu. */
@@ -112,14 +120,25 @@ static size_t untagged_hdr(Peer *p, uint8_t *h, uint8_t opcode, uint32_t inv,
     return 18;
 }
 
-static void rdma_write(Peer *p, uint32_t stag, uint64_t to, const void *data,
-                       size_t len)
+/* Appends to @f at *n an RDMA Write of @len octets of @data. */
+static void add_write(Peer *p, uint8_t *f, size_t *n, size_t size,
+                      uint32_t stag, uint64_t to, const void *data, size_t len)
 {
     uint8_t u[1024];
     size_t h = tagged_hdr(u, true, 0x0, stag, to);
 
     memcpy(u + h, data, len);
-    send_fpdu(p, u, h + len);
+    *n += frame_fpdu(p, u, h + len, f + *n, size - *n);
+}
+
+static void rdma_write(Peer *p, uint32_t stag, uint64_t to, const void *data,
+                       size_t len)
+{
+    uint8_t f[2048];
+    size_t n = 0;
+
+    add_write(p, f, &n, sizeof(f), stag, to, data, len);
+    rnic_write_full(p->fd, f, n);
 }
 
 /*
@@ -996,6 +1015,22 @@ static void test_msix_into_own_bar(void)
 }
 
 /*
+ * A peer behind the root port, for DMA into config space; false (the test
+ * skipped) with an IOThread, whose DMA reaches RAM only (docs/spec.md).
+ */
+static bool peer_start_in_slot(Peer *p, uint32_t *stag)
+{
+    if (rnic_test_iothread) {
+        g_test_skip("an IOThread's DMA does not reach config space");
+        return false;
+    }
+    memset(p, 0, sizeof(*p));
+    rnic_test_start_in_slot(&p->t, ",id=dev,listen-allow=127.0.0.1");
+    *stag = peer_setup(p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
+    return true;
+}
+
+/*
  * A Write placed into the root port's config space (ECAM) powers the
  * slot off: the device is unplugged while its socket handler runs.
  */
@@ -1007,14 +1042,9 @@ static void test_unplug_from_own_write(void)
     uint8_t exp;
     Peer p;
 
-    if (rnic_test_iothread) {
-        /* There the device's DMA reaches RAM only (docs/spec.md). */
-        g_test_skip("an IOThread's DMA does not reach config space");
+    if (!peer_start_in_slot(&p, &stag)) {
         return;
     }
-    memset(&p, 0, sizeof(p));
-    rnic_test_start_in_slot(&p.t, ",id=dev,listen-allow=127.0.0.1");
-    peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
     qts = p.t.qts;
     exp = qpci_find_capability(p.t.port, PCI_CAP_ID_EXP, 0);
     g_assert_cmpuint(exp, !=, 0);
@@ -1027,6 +1057,46 @@ static void test_unplug_from_own_write(void)
     /* The device closed its connection on the way out; QEMU lives on. */
     expect_closed(&p);
     qtest_qmp_assert_success(qts, "{'execute': 'query-status'}");
+    peer_stop(&p);
+}
+
+/*
+ * Three Writes in one TCP send, so that one run of the socket handler
+ * places them: into a page of RAM, into the device's own PCI_COMMAND
+ * through ECAM (bus mastering off), and into the same page again.  The
+ * third must not land although the run had reached that page before
+ * (docs/spec.md "DMA and interrupts": a change of the memory map applies
+ * from the next copy).
+ */
+static void test_master_off_mid_run(void)
+{
+    uint8_t f[3 * 128], one[64], two[64], got[64], ee[64];
+    uint16_t cmd;
+    uint32_t stag, cfg;
+    size_t n = 0;
+    Peer p;
+
+    if (!peer_start_in_slot(&p, &stag)) {
+        return;
+    }
+    cfg = reg_page_at(&p, rnic_test_dev_ecam(&p.t));
+    cmd = cpu_to_le16(qpci_config_readw(p.t.dev, PCI_COMMAND) &
+                      ~PCI_COMMAND_MASTER);
+    memset(one, 0x11, sizeof(one));
+    memset(two, 0x22, sizeof(two));
+    memset(ee, 0xee, sizeof(ee));
+    add_write(&p, f, &n, sizeof(f), stag, IOVA, one, sizeof(one));
+    add_write(&p, f, &n, sizeof(f), cfg, RNIC_TEST_MR_IOVA + PCI_COMMAND,
+              &cmd, sizeof(cmd));
+    add_write(&p, f, &n, sizeof(f), stag, IOVA + 128, two, sizeof(two));
+    rnic_write_full(p.fd, f, n);
+    expect_terminate(&p, 0x100, 0);
+    qtest_memread(p.t.qts, p.buf, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), one, sizeof(one));
+    qtest_memread(p.t.qts, p.buf + 128, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), ee, sizeof(ee));
+    g_assert_cmphex(qpci_config_readw(p.t.dev, PCI_COMMAND) &
+                    PCI_COMMAND_MASTER, ==, 0);
     peer_stop(&p);
 }
 
@@ -1455,6 +1525,8 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/peer/unplug-from-own-write",
                    test_unplug_from_own_write);
     rnic_test_add_both("/rnic/peer/unplug-in-flight", test_unplug_in_flight);
+    rnic_test_add_both("/rnic/peer/master-off-mid-run",
+                       test_master_off_mid_run);
     rnic_test_add_both("/rnic/peer/iothread-does-the-work",
                        test_iothread_does_the_work);
     rnic_test_add_both("/rnic/peer/peer-fin-closing", test_peer_fin_closing);

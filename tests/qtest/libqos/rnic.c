@@ -267,6 +267,12 @@ uint64_t rnic_test_port_ecam(RnicTest *t)
                              << 12);
 }
 
+/* The device's own, on bus 1 below the port. */
+uint64_t rnic_test_dev_ecam(RnicTest *t)
+{
+    return RNIC_TEST_ECAM + (1ull << 20);
+}
+
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b)
 {

@@ -62,10 +62,12 @@ void rnic_test_add_both(const char *path, void (*fn)(void));
 void rnic_test_start(RnicTest *t, const char *extra);
 /*
  * The same behind a hot-pluggable PCIe root port (t->port), with the
- * port's config space reachable by DMA at rnic_test_port_ecam() (ECAM).
+ * port's config space reachable by DMA at rnic_test_port_ecam() (ECAM),
+ * the device's at rnic_test_dev_ecam().
  */
 void rnic_test_start_in_slot(RnicTest *t, const char *extra);
 uint64_t rnic_test_port_ecam(RnicTest *t);
+uint64_t rnic_test_dev_ecam(RnicTest *t);
 /* Two rnic devices in one VM (ids a and b); stop b before a. */
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b);
