@@ -139,6 +139,12 @@ static uint8_t *rnic_ram_at(RnicState *s, uint64_t addr, size_t *len)
 static int rnic_dma_copy(RnicState *s, uint64_t addr, void *buf, size_t len,
                          bool is_write)
 {
+    /*
+     * Ordered after every earlier access, as dma_memory_rw() orders them:
+     * a CQE must not be seen before the data it announces, also on hosts
+     * that reorder stores.
+     */
+    smp_mb();
     while (len) {
         size_t l = len;
         uint8_t *p;

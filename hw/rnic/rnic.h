@@ -256,7 +256,7 @@ struct RnicState {
     /* objects, created by commands (rnic-verbs.c) */
     struct rnic_dma dma;
     AddressSpace *dma_as;   /* bus-master space: all DMA (rnic-bus.c) */
-    MemoryRegionCache ram;  /* with an IOThread: RAM copies, one entry */
+    MemoryRegionCache ram;  /* RAM copies within one entry (rnic-bus.c) */
     uint64_t ram_base;      /* the guest address of ram.ptr */
     bool ram_live;          /* ram holds references until rnic_ram_drop */
     struct rnic_stag_table *stags;
