@@ -101,7 +101,8 @@ static int rnic_dma_slow(RnicState *s, uint64_t addr, void *buf, size_t len,
  * cache is good while the address space's flat view is the one it was
  * made from (every topology change makes a new one, and the cache's
  * reference keeps the old one from being reused).  One translation
- * decides RAM or not, as with a map; the rest goes the slow way.
+ * decides RAM or not, as with a map; the rest goes the slow way.  The
+ * cache only ever holds RAM, so ram.ptr is set whenever ram_live is.
  */
 #define RNIC_RAM_SPAN (1ull << 40)
 
@@ -113,24 +114,27 @@ void rnic_ram_drop(RnicState *s)
     }
 }
 
+/* A miss that is not RAM leaves the cache as it is: the next hit checks. */
 static uint8_t *rnic_ram_at(RnicState *s, uint64_t addr, size_t *len)
 {
     uint64_t off = addr - s->ram_base;
+    MemoryRegionCache c;
 
     if (!s->ram_live || off >= s->ram.len ||
         address_space_to_flatview(s->dma_as) != s->ram.fv) {
-        rnic_ram_drop(s);
         if (!rnic_inside(s)) {
             return NULL;        /* no entry of ours would drop it */
         }
-        address_space_cache_init(&s->ram, s->dma_as, addr, RNIC_RAM_SPAN,
-                                 true);
+        address_space_cache_init(&c, s->dma_as, addr, RNIC_RAM_SPAN, true);
+        if (!c.ptr) {
+            address_space_cache_destroy(&c);
+            return NULL;
+        }
+        rnic_ram_drop(s);
+        s->ram = c;
         s->ram_live = true;
         s->ram_base = addr;
         off = 0;
-    }
-    if (!s->ram.ptr) {
-        return NULL;
     }
     *len = MIN(*len, s->ram.len - off);
     return s->ram.ptr + off;
