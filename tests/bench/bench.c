@@ -42,6 +42,11 @@
  *    comes from the connection's MSS, as in the device; -mss1460 shows
  *    the same with the MULPDU of a 1460-octet MSS (an Ethernet path), with
  *    and without CRC (the difference is what the CRC costs there).
+ *    write-1m-crc-limit / -nocrc-limit: the bound of the design, raw TCP's
+ *    time plus that of the passes over the data rnic adds to it (CRC on
+ *    each side, the placement copy), each measured in this run; a Write
+ *    row's distance below it is the cost of all else (framing, system
+ *    calls, the loop).
  *  - send-64-rtt: microseconds per round trip of a 64-octet Send answered
  *    by a 64-octet Send, against raw TCP ping-pong of 64 octets.
  *  - stag-lookup / stag-resolve: calls per second with 1,048,576 regions
@@ -492,6 +497,47 @@ static void raw_pair_down(void)
     fd = fds[0];
 }
 
+/*
+ * The passes over the data that rnic adds to raw TCP's two socket copies
+ * by design, for one run's bytes (docs/protocol.md section 3): with CRC,
+ * one sum over the source as it is sent and one over each input chunk,
+ * and always the placement copy from the chunk into the target.
+ */
+static uint8_t pass_src[MIB], pass_chunk[RNIC_EP_RX_CHUNK], pass_dst[MIB];
+
+static void own_passes_run(void *arg)
+{
+    const bool *crc = arg;
+    uint32_t c = 0;
+
+    for (int i = 0; i < XFER_PER_RUN; i++) {
+        if (*crc) {
+            c ^= rnic_crc32c(0, pass_src, MIB);
+        }
+        for (size_t off = 0; off < MIB; off += sizeof(pass_chunk)) {
+            if (*crc) {
+                c ^= rnic_crc32c(0, pass_chunk, sizeof(pass_chunk));
+            }
+            memcpy(pass_dst + off, pass_chunk, sizeof(pass_chunk));
+        }
+    }
+    crc_sink = c;
+}
+
+/*
+ * NAME-limit: the fastest these Writes could go by design, raw TCP's time
+ * plus that of rnic's own passes (own_passes_run), both measured now.
+ */
+static void report_limit(const char *name, bool crc, double t_raw)
+{
+    double mb = XFER_PER_RUN * (double)MIB / 1e6;
+    double t = t_raw + median_time(own_passes_run, &crc);
+    char limit[64];
+
+    snprintf(limit, sizeof(limit), "%s-limit", name);
+    report(limit, mb / t, "MB/s", "raw-tcp", mb / t_raw);
+}
+
 static void bench_write(const char *name, bool crc, bool socket_mss)
 {
     double mb = XFER_PER_RUN * (double)MIB / 1e6, t, t_raw, r;
@@ -503,6 +549,9 @@ static void bench_write(const char *name, bool crc, bool socket_mss)
     r = median_time_paired(rdma_write_run, NULL, fds[0], raw_stream_run,
                            NULL, fds[1], &t, &t_raw);
     report_ratio(name, mb / t, "MB/s", "raw-tcp", mb / t_raw, 1 / r);
+    if (socket_mss) {
+        report_limit(name, crc, t_raw);
+    }
     raw_pair_down();
     engines_down();
 }
