@@ -86,19 +86,32 @@ bool rnic_qp_transition_legal(enum rnic_qp_state from, enum rnic_qp_state to)
 
 /* ---- receive rings (RQ and SRQ) ---- */
 
-static int rnic_recv_ring_init(struct rnic_recv_ring *r, uint32_t depth)
+/*
+ * The shadow slots of a queue are allocated by its first post, not when
+ * the queue is made: an idle QP (10,000 of them, issue 13 E) then holds
+ * only its fixed part on the host, whatever the depth of its rings.
+ */
+static void *rnic_shadow(void **slots, uint32_t n, size_t size)
 {
-    r->wrs = depth ? calloc(depth, sizeof(*r->wrs)) : NULL;
+    if (!*slots) {
+        *slots = calloc(n, size);
+    }
+    return *slots;
+}
+
+static void rnic_recv_ring_init(struct rnic_recv_ring *r, uint32_t depth)
+{
+    r->wrs = NULL;
     r->depth = depth;
     r->head = 0;
     r->count = 0;
-    return depth && !r->wrs ? -ENOMEM : 0;
 }
 
 static int rnic_recv_ring_push(struct rnic_recv_ring *r,
                                const struct rnic_recv_wr *wr)
 {
-    if (r->count == r->depth) {
+    if (r->count == r->depth ||
+        !rnic_shadow((void **)&r->wrs, r->depth, sizeof(*r->wrs))) {
         return -ENOMEM;
     }
     r->wrs[rnic_ring_slot(r->head, r->count, r->depth)] = *wr;
@@ -151,10 +164,7 @@ struct rnic_srq *rnic_srq_new(uint32_t srqn, uint32_t depth, uint32_t max_sge)
     if (!srq) {
         return NULL;
     }
-    if (rnic_recv_ring_init(&srq->ring, depth) < 0) {
-        free(srq);
-        return NULL;
-    }
+    rnic_recv_ring_init(&srq->ring, depth);
     srq->srqn = srqn;
     srq->max_sge = max_sge;
     return srq;
@@ -200,14 +210,6 @@ static bool rnic_qp_attr_valid(const struct rnic_qp_attr *a)
            a->max_ord <= RNIC_QP_MAX_RD && a->max_ird <= RNIC_QP_MAX_RD;
 }
 
-static void rnic_qp_release(struct rnic_qp *qp)
-{
-    free(qp->sq.slots);
-    free(qp->rq.wrs);
-    free(qp->irq.reqs);
-    free(qp);
-}
-
 struct rnic_qp *rnic_qp_new(uint32_t qpn, const struct rnic_qp_attr *attr)
 {
     struct rnic_qp *qp;
@@ -224,14 +226,7 @@ struct rnic_qp *rnic_qp_new(uint32_t qpn, const struct rnic_qp_attr *attr)
     qp->attr = *attr;
     qp->ord = attr->max_ord;
     qp->ird = attr->max_ird;
-    qp->sq.slots = calloc(attr->sq_depth, sizeof(*qp->sq.slots));
-    qp->irq.reqs = calloc(attr->max_ird ? attr->max_ird : 1,
-                          sizeof(*qp->irq.reqs));
-    if (!qp->sq.slots || !qp->irq.reqs ||
-        rnic_recv_ring_init(&qp->rq, attr->srq ? 0 : attr->rq_depth) < 0) {
-        rnic_qp_release(qp);
-        return NULL;
-    }
+    rnic_recv_ring_init(&qp->rq, attr->srq ? 0 : attr->rq_depth);
     rnic_cq_ref(attr->send_cq);
     rnic_cq_ref(attr->recv_cq);
     if (attr->srq) {
@@ -247,7 +242,10 @@ void rnic_qp_free(struct rnic_qp *qp)
     if (qp->attr.srq) {
         qp->attr.srq->refs--;
     }
-    rnic_qp_release(qp);
+    free(qp->sq.slots);
+    free(qp->rq.wrs);
+    free(qp->irq.reqs);
+    free(qp);
 }
 
 /* ---- completions ---- */
@@ -516,7 +514,9 @@ int rnic_qp_post_send(struct rnic_qp *qp, const struct rnic_send_wr *wr)
     if (qp->state != RNIC_QP_RTS) {
         return -ENOTCONN;
     }
-    if (qp->sq.count == qp->attr.sq_depth) {
+    if (qp->sq.count == qp->attr.sq_depth ||
+        !rnic_shadow((void **)&qp->sq.slots, qp->attr.sq_depth,
+                     sizeof(*qp->sq.slots))) {
         return -ENOMEM;
     }
     slot = rnic_qp_sq_slot(qp, qp->sq.count);
@@ -595,7 +595,7 @@ static bool rnic_qp_sq_find(const struct rnic_qp *qp,
     uintptr_t p = (uintptr_t)wr;
     uintptr_t idx;
 
-    if (p < base || (p - base) % sizeof(struct rnic_sq_slot)) {
+    if (!base || p < base || (p - base) % sizeof(struct rnic_sq_slot)) {
         return false;
     }
     idx = (p - base) / sizeof(struct rnic_sq_slot);
@@ -681,6 +681,10 @@ int rnic_qp_irq_push(struct rnic_qp *qp, const struct rnic_inbound_read *req)
 {
     if (qp->irq.count >= qp->ird) {
         return -EPROTO;
+    }
+    if (!rnic_shadow((void **)&qp->irq.reqs, qp->attr.max_ird,
+                     sizeof(*qp->irq.reqs))) {
+        return -ENOMEM;
     }
     qp->irq.reqs[rnic_ring_slot(qp->irq.head, qp->irq.count,
                                 qp->attr.max_ird)] = *req;

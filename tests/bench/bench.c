@@ -58,9 +58,13 @@
  *  - qp-idle-host-dN: host memory the core holds per idle QP (rnic_qp_new
  *    with send and receive queues of N slots, the device's ORD/IRD of 16),
  *    as malloc's in-use bytes (mallinfo2) before and after creating
- *    10,000 of them, divided by 10,000; against the goal of 4 KiB.  d1 is
- *    the fixed part; the queues' shadow slots grow with N.  The device's
- *    own RnicQp (hw/rnic) is not counted here.
+ *    10,000 of them, divided by 10,000; against the goal of 4 KiB.  An
+ *    idle QP holds no shadow slots (each queue gets them with its first
+ *    post), so N does not show there; qp-used-host-d128 is the same QPs
+ *    once each has had a Send, a Receive and an inbound Read queued, which
+ *    then hold the slots of all three queues, against the guest's own
+ *    rings of that depth (the device's 128-octet WQEs).  The device's own
+ *    RnicQp (hw/rnic) is not counted here.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,6 +83,7 @@
 #include "crc32c.h"
 #include "fpdu.h"
 #include "qp.h"
+#include "rnic/rnic-abi.h"
 #include "support/epfix.h"
 
 #define BENCH_RUNS      7
@@ -736,7 +741,20 @@ static size_t heap_in_use(void)
     return mi.uordblks + mi.hblkhd;
 }
 
-static void bench_qp_memory(uint32_t depth)
+/* One post to each queue: what makes a QP hold its shadow slots. */
+static void qp_use(struct rnic_qp *qp)
+{
+    struct rnic_send_wr s = { .opcode = RNIC_WR_SEND };
+    struct rnic_recv_wr r = { .num_sge = 0 };
+    struct rnic_inbound_read rd = { .length = 1 };
+
+    if (rnic_qp_adopt_connection(qp, 16, 16) || rnic_qp_post_send(qp, &s) ||
+        rnic_qp_post_recv(qp, &r) || rnic_qp_irq_push(qp, &rd)) {
+        die("qp use");
+    }
+}
+
+static void bench_qp_memory(uint32_t depth, bool used)
 {
     struct rnic_cq *cq = rnic_cq_new(1024, NULL, NULL);
     struct rnic_qp **qps = calloc(NQPS, sizeof(*qps));
@@ -746,7 +764,7 @@ static void bench_qp_memory(uint32_t depth)
         .max_ord = 16, .max_ird = 16, .atomics = true,
         .send_cq = cq, .recv_cq = cq,
     };
-    char name[32];
+    char name[32], rings[32];
     size_t before;
 
     if (!cq || !qps) {
@@ -758,10 +776,20 @@ static void bench_qp_memory(uint32_t depth)
         if (!qps[i]) {
             die("rnic_qp_new");
         }
+        if (used) {
+            qp_use(qps[i]);
+        }
     }
-    snprintf(name, sizeof(name), "qp-idle-host-d%u", depth);
-    report(name, (double)(heap_in_use() - before) / NQPS, "B/QP",
-           "goal", 4096);
+    snprintf(name, sizeof(name), "qp-%s-host-d%u", used ? "used" : "idle",
+             depth);
+    if (used) {
+        snprintf(rings, sizeof(rings), "guest-rings-d%u", depth);
+        report(name, (double)(heap_in_use() - before) / NQPS, "B/QP", rings,
+               depth * (RNIC_SQ_WQE_SIZE + RNIC_RQ_WQE_SIZE));
+    } else {
+        report(name, (double)(heap_in_use() - before) / NQPS, "B/QP", "goal",
+               4096);
+    }
     for (uint32_t i = 0; i < NQPS; i++) {
         rnic_qp_free(qps[i]);
     }
@@ -802,9 +830,10 @@ int main(int argc, char **argv)
     if (wanted(only, "stag-lookup stag-resolve")) {
         bench_stags();
     }
-    if (wanted(only, "qp-idle-host-d1 qp-idle-host-d128")) {
-        bench_qp_memory(1);
-        bench_qp_memory(128);
+    if (wanted(only, "qp-idle-host-d1 qp-idle-host-d128 qp-used-host-d128")) {
+        bench_qp_memory(1, false);
+        bench_qp_memory(128, false);
+        bench_qp_memory(128, true);
     }
     return 0;
 }

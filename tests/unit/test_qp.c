@@ -127,6 +127,32 @@ static void drive_to(enum rnic_qp_state state)
     ck_assert_int_eq(qp->state, state);
 }
 
+/* ---- host memory ---- */
+
+/*
+ * A QP that nothing was posted to holds no shadow slots, whatever its
+ * depths; each queue gets its slots with its first post, and keeps them.
+ */
+START_TEST(test_qp_idle_holds_no_slots)
+{
+    struct rnic_inbound_read req = { .length = 8 };
+
+    ck_assert_ptr_null(qp->sq.slots);
+    ck_assert_ptr_null(qp->rq.wrs);
+    ck_assert_ptr_null(qp->irq.reqs);
+    ck_assert_int_eq(post_recv(qp, 1), 0);
+    ck_assert_ptr_nonnull(qp->rq.wrs);
+    ck_assert_ptr_null(qp->sq.slots);
+    to_rts();
+    ck_assert_int_eq(post(2, RNIC_WR_SEND, RNIC_WR_SIGNALED), 0);
+    ck_assert_ptr_nonnull(qp->sq.slots);
+    ck_assert_ptr_null(qp->irq.reqs);
+    ck_assert_int_eq(rnic_qp_irq_push(qp, &req), 0);
+    ck_assert_ptr_nonnull(qp->irq.reqs);
+    ck_assert_uint_eq(rnic_qp_irq_head(qp)->length, 8);
+}
+END_TEST
+
 /* ---- state machine ---- */
 
 /* Written out again here, independently of the table in qp.c. */
@@ -811,6 +837,7 @@ Suite *qp_suite(void)
     tcase_add_loop_test(tc, test_qp_transition, 0,
                         RNIC_QP_STATE_COUNT * RNIC_QP_STATE_COUNT);
     tcase_add_test(tc, test_qp_state_names);
+    tcase_add_test(tc, test_qp_idle_holds_no_slots);
     tcase_add_test(tc, test_qp_adopt_sets_limits_and_msns);
     tcase_add_test(tc, test_qp_graceful_close_drained);
     tcase_add_test(tc, test_qp_graceful_close_with_work_left);
