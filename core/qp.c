@@ -88,16 +88,11 @@ bool rnic_qp_transition_legal(enum rnic_qp_state from, enum rnic_qp_state to)
 
 /*
  * The shadow slots of a queue are allocated by its first post, not when
- * the queue is made: an idle QP (10,000 of them, issue 13 E) then holds
- * only its fixed part on the host, whatever the depth of its rings.
+ * the queue is made: an idle QP (a device may hold 10,000) then holds only
+ * its fixed part on the host, whatever the depth of its rings.
  */
-static void *rnic_shadow(void **slots, uint32_t n, size_t size)
-{
-    if (!*slots) {
-        *slots = calloc(n, size);
-    }
-    return *slots;
-}
+#define RNIC_SHADOW(slots, n) \
+    ((slots) ? (slots) : ((slots) = calloc((n), sizeof(*(slots)))))
 
 static void rnic_recv_ring_init(struct rnic_recv_ring *r, uint32_t depth)
 {
@@ -110,8 +105,7 @@ static void rnic_recv_ring_init(struct rnic_recv_ring *r, uint32_t depth)
 static int rnic_recv_ring_push(struct rnic_recv_ring *r,
                                const struct rnic_recv_wr *wr)
 {
-    if (r->count == r->depth ||
-        !rnic_shadow((void **)&r->wrs, r->depth, sizeof(*r->wrs))) {
+    if (r->count == r->depth || !RNIC_SHADOW(r->wrs, r->depth)) {
         return -ENOMEM;
     }
     r->wrs[rnic_ring_slot(r->head, r->count, r->depth)] = *wr;
@@ -515,8 +509,7 @@ int rnic_qp_post_send(struct rnic_qp *qp, const struct rnic_send_wr *wr)
         return -ENOTCONN;
     }
     if (qp->sq.count == qp->attr.sq_depth ||
-        !rnic_shadow((void **)&qp->sq.slots, qp->attr.sq_depth,
-                     sizeof(*qp->sq.slots))) {
+        !RNIC_SHADOW(qp->sq.slots, qp->attr.sq_depth)) {
         return -ENOMEM;
     }
     slot = rnic_qp_sq_slot(qp, qp->sq.count);
@@ -682,8 +675,7 @@ int rnic_qp_irq_push(struct rnic_qp *qp, const struct rnic_inbound_read *req)
     if (qp->irq.count >= qp->ird) {
         return -EPROTO;
     }
-    if (!rnic_shadow((void **)&qp->irq.reqs, qp->attr.max_ird,
-                     sizeof(*qp->irq.reqs))) {
+    if (!RNIC_SHADOW(qp->irq.reqs, qp->attr.max_ird)) {
         return -ENOMEM;
     }
     qp->irq.reqs[rnic_ring_slot(qp->irq.head, qp->irq.count,
