@@ -782,14 +782,10 @@ static void bench_qp_memory(uint32_t depth, bool used)
     }
     snprintf(name, sizeof(name), "qp-%s-host-d%u", used ? "used" : "idle",
              depth);
-    if (used) {
-        snprintf(rings, sizeof(rings), "guest-rings-d%u", depth);
-        report(name, (double)(heap_in_use() - before) / NQPS, "B/QP", rings,
-               depth * (RNIC_SQ_WQE_SIZE + RNIC_RQ_WQE_SIZE));
-    } else {
-        report(name, (double)(heap_in_use() - before) / NQPS, "B/QP", "goal",
-               4096);
-    }
+    snprintf(rings, sizeof(rings), "guest-rings-d%u", depth);
+    report(name, (double)(heap_in_use() - before) / NQPS, "B/QP",
+           used ? rings : "goal",
+           used ? depth * (RNIC_SQ_WQE_SIZE + RNIC_RQ_WQE_SIZE) : 4096);
     for (uint32_t i = 0; i < NQPS; i++) {
         rnic_qp_free(qps[i]);
     }
