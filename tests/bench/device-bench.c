@@ -11,11 +11,13 @@
  *    when a Send behind it arrives), vs a TCP stream between processes;
  *  - dev-read-1m: MB/s of 1 MiB RDMA Reads, same baseline;
  *  - dev-send-64-rtt: microseconds per round trip of a 64-byte Send
- *    answered by one, vs TCP ping-pong between processes.
+ *    answered by one, vs TCP ping-pong between processes; and
+ *    dev-send-64-rtt-minus-qtest, the same less the time of its qtest
+ *    commands alone (dev_qtest_run), which are most of it: each is a
+ *    round trip through a QEMU's main loop.
  * Each with MPA CRC32c required (-crc) and off (-nocrc), then again with
  * each process's device on its own IOThread (-crc-iothread,
- * -nocrc-iothread: -object iothread -device rnic,iothread=).  Polling goes
- * through qtest's socket, which the latency figure includes; the
+ * -nocrc-iothread: -object iothread -device rnic,iothread=).  The
  * bandwidth runs post their WQEs in one batch (one memwrite, one
  * doorbell) and poll every NAP_US microseconds, not without pause.  A run
  * moves XFERS MiB, about 50 ms here: with runs of 64 MiB (15 ms) the
@@ -39,6 +41,8 @@
 #define CQ_LOG      8
 /* A run's WQEs (and the Send behind them) fit the SQ and their CQEs the CQ */
 QEMU_BUILD_BUG_ON(XFERS + 1 > (1 << QP_LOG) || XFERS + 1 > (1 << CQ_LOG));
+/* A ping-pong run's receives fit the RQ and their CQEs the CQ */
+QEMU_BUILD_BUG_ON(PINGS > (1 << QP_LOG) || PINGS > (1 << CQ_LOG));
 #define SMALL       (MIB)           /* offset of the 64-byte buffers */
 #define BUF         (MIB + 4096)
 
@@ -93,6 +97,25 @@ static void dev_start(Dev *d, const char *args)
 }
 
 /*
+ * Waits for CQE @index of @d's CQ.  The latency figure polls without
+ * pause (@nap 0); the bandwidth runs sleep @nap microseconds between
+ * polls: each poll is a qtest round trip that the QEMU process answers on
+ * its main loop, and on a machine of two cores the spinning poller
+ * competes with the data path for the CPU.
+ */
+static void dev_poll(Dev *d, uint32_t index, struct rnic_cq_entry *e, int nap)
+{
+    gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    while (!rnic_read_cqe(&d->t, d->cq_ring, CQ_LOG, index, e)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        if (nap) {
+            g_usleep(nap);
+        }
+    }
+}
+
+/*
  * @n completions of @opcode: waits for the last, then reads the others in
  * one memread and frees them all with one doorbell (each qtest round trip
  * is work for the QEMU process that the data path would otherwise get).
@@ -101,17 +124,10 @@ static void dev_cqes(Dev *d, uint8_t opcode, uint32_t n, int nap)
 {
     struct rnic_cq_entry e[1u << CQ_LOG];
     uint32_t size = 1u << CQ_LOG;
-    gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
 
     g_assert_cmpuint(n, >=, 1);
     g_assert_cmpuint(n, <=, size);
-    while (!rnic_read_cqe(&d->t, d->cq_ring, CQ_LOG, d->cq_cons + n - 1,
-                          &e[n - 1])) {
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        if (nap) {
-            g_usleep(nap);
-        }
-    }
+    dev_poll(d, d->cq_cons + n - 1, &e[n - 1], nap);
     for (uint32_t done = 0; done < n - 1;) {
         uint32_t first = (d->cq_cons + done) & (size - 1);
         uint32_t run = MIN(n - 1 - done, size - first);
@@ -126,18 +142,6 @@ static void dev_cqes(Dev *d, uint8_t opcode, uint32_t n, int nap)
     }
     d->cq_cons += n;
     rnic_wr(&d->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(d->cqn, d->cq_cons));
-}
-
-/*
- * Polls without sleeping when @nap is 0: the latency figure depends on
- * it.  The bandwidth runs sleep @nap microseconds between polls: each
- * poll is a qtest round trip that the QEMU process answers on its main
- * loop, and on a machine of two cores the spinning poller competes with
- * the data path for the CPU.
- */
-static void dev_cqe(Dev *d, uint8_t opcode, int nap)
-{
-    dev_cqes(d, opcode, 1, nap);
 }
 
 static struct rnic_wqe_sge dev_sge(Dev *d, uint32_t off, uint32_t len)
@@ -172,13 +176,6 @@ static struct rnic_sq_wqe dev_wqe(Dev *d, uint8_t opcode, Dev *peer,
     };
 }
 
-static void dev_post(Dev *d, uint8_t opcode, Dev *peer, uint32_t len)
-{
-    struct rnic_sq_wqe w = dev_wqe(d, opcode, peer, len);
-
-    rnic_post_send(&d->t, &d->qp, &w);
-}
-
 /*
  * XFERS Writes b -> a, then a Send: its arrival says all are placed.
  * Posted in one batch, as a driver with a full send queue would.
@@ -196,8 +193,8 @@ static double dev_write_run(Dev *a, Dev *b)
     t0 = now();
     rnic_post_sends(&b->t, &b->qp, w, XFERS + 1);
     dev_cqes(b, RNIC_WQE_WRITE, XFERS, NAP_US);
-    dev_cqe(b, RNIC_WQE_SEND, NAP_US);
-    dev_cqe(a, RNIC_WQE_RECV, NAP_US);
+    dev_cqes(b, RNIC_WQE_SEND, 1, NAP_US);
+    dev_cqes(a, RNIC_WQE_RECV, 1, NAP_US);
     return now() - t0;
 }
 
@@ -215,20 +212,66 @@ static double dev_read_run(Dev *a, Dev *b)
     return now() - t0;
 }
 
+/* @d's next completion, a receive's; its CQ doorbell is left for later. */
+static void dev_recv_done(Dev *d)
+{
+    struct rnic_cq_entry e;
+
+    dev_poll(d, d->cq_cons++, &e, 0);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, RNIC_WQE_RECV);
+}
+
+/*
+ * PINGS 64-byte Sends each way, one answering the other.  The receives
+ * are posted before the clock starts, the Sends are unsignaled and the CQ
+ * doorbells wait for the end, so each message costs the fewest qtest
+ * round trips a driver could spend on it: the WQE, its doorbell and the
+ * polls of the receiver's CQ.
+ */
 static double dev_pingpong_run(Dev *a, Dev *b)
 {
-    double t0 = now();
+    struct rnic_sq_wqe ping = dev_wqe(b, RNIC_WQE_SEND, a, 64);
+    struct rnic_sq_wqe pong = dev_wqe(a, RNIC_WQE_SEND, b, 64);
+    double t0;
 
+    ping.flags = pong.flags = 0;
     for (int i = 0; i < PINGS; i++) {
         dev_post_recv(a);
         dev_post_recv(b);
-        /* A Send completes once handed to TCP: before the peer has it. */
-        dev_post(b, RNIC_WQE_SEND, a, 64);
-        dev_cqe(b, RNIC_WQE_SEND, 0);
-        dev_cqe(a, RNIC_WQE_RECV, 0);
-        dev_post(a, RNIC_WQE_SEND, b, 64);
-        dev_cqe(a, RNIC_WQE_SEND, 0);
-        dev_cqe(b, RNIC_WQE_RECV, 0);
+    }
+    t0 = now();
+    for (int i = 0; i < PINGS; i++) {
+        rnic_post_send(&b->t, &b->qp, &ping);
+        dev_recv_done(a);
+        rnic_post_send(&a->t, &a->qp, &pong);
+        dev_recv_done(b);
+    }
+    t0 = now() - t0;
+    rnic_wr(&a->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(a->cqn, a->cq_cons));
+    rnic_wr(&b->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(b->cqn, b->cq_cons));
+    return t0 / PINGS;
+}
+
+/*
+ * The qtest commands of a dev_pingpong_run with no message behind them:
+ * per message the WQE's memwrite (to an unused part of the buffer), a
+ * write of the scratch register for its doorbell and one memread of the
+ * receiver's CQ.
+ */
+static double dev_qtest_run(Dev *a, Dev *b)
+{
+    struct rnic_sq_wqe w = dev_wqe(b, RNIC_WQE_SEND, a, 64);
+    struct rnic_cq_entry e;
+    Dev *from = b, *to = a;
+    double t0 = now();
+
+    for (int i = 0; i < 2 * PINGS; i++) {
+        qtest_memwrite(from->t.qts, from->buf + SMALL + 2048, &w, sizeof(w));
+        rnic_wr(&from->t, RNIC_REG_SCRATCH, i);
+        qtest_memread(to->t.qts, to->cq_ring, &e, sizeof(e));
+        from = to;
+        to = from == a ? b : a;
     }
     return (now() - t0) / PINGS;
 }
@@ -315,29 +358,44 @@ static double tcp_pingpong_run(int fd)
  * that both see the same load: this machine is shared, and a baseline
  * measured once, before everything, made ratios swing between 0.4 and
  * 1.1 from one bench to the next.  Prints the medians of both series and
- * the median of the runs' ratios (bandwidth: the device's over TCP's;
- * latency: the device's round trip over TCP's).
+ * the median of the runs' ratios, the device's bandwidth over TCP's.
  */
-static void bench_paired(const char *name, double (*dev)(Dev *, Dev *),
-                         Dev *a, Dev *b, double (*base)(int), int fd,
-                         bool latency)
+static void bench_bandwidth(const char *name, double (*dev)(Dev *, Dev *),
+                            Dev *a, Dev *b, int fd)
 {
-    double t[RUNS], tb[RUNS], r[RUNS], value, base_value;
+    double t[RUNS], tb[RUNS], r[RUNS];
 
     for (int i = 0; i < RUNS; i++) {
-        tb[i] = base(fd);
+        tb[i] = tcp_stream_run(fd);
         t[i] = dev(a, b);
-        r[i] = latency ? t[i] / tb[i] : tb[i] / t[i];
+        r[i] = tb[i] / t[i];
     }
-    if (latency) {
-        value = median(t) * 1e6;
-        base_value = median(tb) * 1e6;
-    } else {
-        value = XFERS * (double)MIB / 1e6 / median(t);
-        base_value = XFERS * (double)MIB / 1e6 / median(tb);
+    report(name, XFERS * (double)MIB / 1e6 / median(t), "MB/s", "tcp-2proc",
+           XFERS * (double)MIB / 1e6 / median(tb), median(r));
+}
+
+/*
+ * The same, for the round trip, with a third run in each round: the
+ * qtest commands of a ping-pong alone (dev_qtest_run).  NAME-minus-qtest
+ * is the median of the rounds' differences: what the devices and the
+ * connection add to the commands that drive them.
+ */
+static void bench_latency(const char *name, Dev *a, Dev *b, int fd)
+{
+    double t[RUNS], tb[RUNS], r[RUNS], rest[RUNS], rest_r[RUNS];
+    g_autofree char *rest_name = g_strdup_printf("%s-minus-qtest", name);
+
+    for (int i = 0; i < RUNS; i++) {
+        tb[i] = tcp_pingpong_run(fd);
+        t[i] = dev_pingpong_run(a, b);
+        rest[i] = t[i] - dev_qtest_run(a, b);
+        r[i] = t[i] / tb[i];
+        rest_r[i] = rest[i] / tb[i];
     }
-    report(name, value, latency ? "us" : "MB/s",
-           latency ? "tcp-2proc-64-rtt" : "tcp-2proc", base_value, median(r));
+    report(name, median(t) * 1e6, "us", "tcp-2proc-64-rtt", median(tb) * 1e6,
+           median(r));
+    report(rest_name, median(rest) * 1e6, "us", "tcp-2proc-64-rtt",
+           median(tb) * 1e6, median(rest_r));
 }
 
 /* One pair of QEMU processes with -device rnic@args, every figure. */
@@ -354,11 +412,11 @@ static void bench_pair(const char *suffix, const char *args)
     dev_start(&b, args);
     rnic_connect_qps(&a.t, a.qp.qpn, &b.t, b.qp.qpn, 16);
     fd = tcp_fork(false, 2 * RUNS, &pid);
-    bench_paired(wr, dev_write_run, &a, &b, tcp_stream_run, fd, false);
-    bench_paired(rd, dev_read_run, &a, &b, tcp_stream_run, fd, false);
+    bench_bandwidth(wr, dev_write_run, &a, &b, fd);
+    bench_bandwidth(rd, dev_read_run, &a, &b, fd);
     tcp_join(fd, pid);
     fd = tcp_fork(true, RUNS, &pid);
-    bench_paired(rtt, dev_pingpong_run, &a, &b, tcp_pingpong_run, fd, true);
+    bench_latency(rtt, &a, &b, fd);
     tcp_join(fd, pid);
     rnic_test_stop(&b.t);
     rnic_test_stop(&a.t);
