@@ -533,9 +533,8 @@ static void own_passes_run(void *arg)
  * NAME-limit: the fastest these Writes could go by design, raw TCP's time
  * plus that of rnic's own passes (own_passes_run), both measured now.
  */
-static void report_limit(const char *name, bool crc, double t_raw)
+static void report_limit(const char *name, bool crc, double mb, double t_raw)
 {
-    double mb = XFER_PER_RUN * (double)MIB / 1e6;
     double t = t_raw + median_time(own_passes_run, &crc);
     char limit[64];
 
@@ -555,7 +554,7 @@ static void bench_write(const char *name, bool crc, bool socket_mss)
                            NULL, fds[1], &t, &t_raw);
     report_ratio(name, mb / t, "MB/s", "raw-tcp", mb / t_raw, 1 / r);
     if (socket_mss) {
-        report_limit(name, crc, t_raw);
+        report_limit(name, crc, mb, t_raw);
     }
     raw_pair_down();
     engines_down();
