@@ -161,9 +161,16 @@ static inline __m512i fold512(__m512i v, __m512i k, __m512i next)
 __attribute__((target(VPCLMUL_TARGET)))
 static inline __m512i fold_k512(int f)
 {
-    return _mm512_broadcast_i32x4(
-        _mm_load_si128((const __m128i *)crc32c_fold_k[f]));
+    return _mm512_maskz_broadcast_i32x4(
+        (__mmask16)-1, _mm_load_si128((const __m128i *)crc32c_fold_k[f]));
 }
+
+/*
+ * Lane @i of @v.  The maskz forms of this and of the broadcast above do
+ * what the plain ones do without their undefined operand, which GCC 12
+ * warns about under QEMU's flags.
+ */
+#define lane512(v, i) _mm512_maskz_extracti32x4_epi32((__mmask8)-1, v, i)
 
 /*
  * A 64-octet block of the input; when copying (@d is the distance from
@@ -205,7 +212,7 @@ static inline uint32_t vpclmul_body(uint32_t crc, const uint8_t *p,
     __m128i v;
 
     x0 = _mm512_xor_si512(take512(p, d, copy),
-                          _mm512_castsi128_si512(_mm_cvtsi32_si128((int)~crc)));
+                          _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)~crc)));
     p += 64;
     len -= 64;
     if (len >= 192) {
@@ -227,11 +234,11 @@ static inline uint32_t vpclmul_body(uint32_t crc, const uint8_t *p,
         x0 = fold512(x0, k, take512(p, d, copy));
     }
     v = _mm_xor_si128(_mm_xor_si128(
-                          fold128(_mm512_extracti32x4_epi32(x0, 0), FOLD_384),
-                          fold128(_mm512_extracti32x4_epi32(x0, 1), FOLD_256)),
+                          fold128(lane512(x0, 0), FOLD_384),
+                          fold128(lane512(x0, 1), FOLD_256)),
                       _mm_xor_si128(
-                          fold128(_mm512_extracti32x4_epi32(x0, 2), FOLD_128),
-                          _mm512_extracti32x4_epi32(x0, 3)));
+                          fold128(lane512(x0, 2), FOLD_128),
+                          lane512(x0, 3)));
     for (; len >= 16; p += 16, len -= 16) {
         v = _mm_xor_si128(fold128(v, FOLD_128), take128(p, d, copy));
     }
