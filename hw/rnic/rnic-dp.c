@@ -7,8 +7,8 @@
  * from the send queue until the socket is writable again (backpressure,
  * not buffering).
  *
- * Each call does a bounded amount of work (one read; RNIC_DP_TX_BUDGET
- * octets written) and returns a verdict; the connection's owner
+ * Each call does a bounded amount of work (RNIC_DP_RX_BUDGET octets read,
+ * RNIC_DP_TX_BUDGET written) and returns a verdict; the connection's owner
  * (rnic-conn.c) acts on it: waits, runs the pump again, closes or resets.
  * Nothing here frees or closes anything, so nothing here can pull the
  * connection from under a caller.
@@ -26,6 +26,15 @@
  * batch, since a run costs a loop turn whatever it carries (engine.h).
  */
 #define RNIC_DP_TX_BUDGET RNIC_EP_TX_BATCH_BYTES
+
+/*
+ * Octets one readable callback may take in RNIC_EP_RX_CHUNK reads: a read
+ * that fills the chunk leaves more behind, and reading it now saves the
+ * loop turn (a ppoll and the dispatch) that would hand it over.  Taking
+ * 1 MiB in up to four reads, the core bench's Writes of 1 MiB went 4%
+ * faster (write-1m-crc 5.66-5.69 -> 5.83-5.93 GB/s, three runs each).
+ */
+#define RNIC_DP_RX_BUDGET RNIC_EP_TX_BATCH_BYTES
 
 static uint32_t rnic_term_arg0(struct rnic_term_code code)
 {
@@ -211,13 +220,15 @@ RnicVerdict rnic_dp_tx(RnicConn *c)
 
 /*
  * One read (at most RNIC_EP_RX_CHUNK octets) into the endpoint.  The
- * peer's FIN sets peer_fin; a reset or a read error is ABORT.
+ * peer's FIN sets peer_fin; a reset or a read error is ABORT.  *full:
+ * the read filled the chunk.
  */
-RnicVerdict rnic_dp_rx(RnicConn *c)
+static RnicVerdict rnic_dp_rx_chunk(RnicConn *c, bool *full)
 {
     RnicState *s = c->s;
     ssize_t n = recv(c->fd, s->rx_buf, RNIC_EP_RX_CHUNK, 0);
 
+    *full = n == RNIC_EP_RX_CHUNK;
     trace_rnic_rx(c->id, n);
     rnic_capture_received(c, s->rx_buf, n);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -236,6 +247,24 @@ RnicVerdict rnic_dp_rx(RnicConn *c)
         rnic_ep_rx(c->ep, s->rx_buf, n);
     }
     return rnic_fault_drop(c, n) ? RNIC_DP_ABORT : RNIC_DP_OK;
+}
+
+/*
+ * Reads while each read fills the chunk, up to RNIC_DP_RX_BUDGET, and
+ * while the endpoint still takes the stream (a Terminate stops it).
+ */
+RnicVerdict rnic_dp_rx(RnicConn *c)
+{
+    RnicVerdict v;
+    size_t done = 0;
+    bool full;
+
+    do {
+        v = rnic_dp_rx_chunk(c, &full);
+        done += RNIC_EP_RX_CHUNK;
+    } while (v == RNIC_DP_OK && full && done < RNIC_DP_RX_BUDGET && c->ep &&
+             !c->rx_stopped);
+    return v;
 }
 
 void rnic_dp_init(RnicState *s)

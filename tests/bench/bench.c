@@ -404,15 +404,21 @@ static void ep_tx(struct epf_side *s, int i)
     }
 }
 
+/* As the device reads (hw/rnic/rnic-dp.c): on while a read fills the chunk. */
 static void ep_rx(struct epf_side *s, int i)
 {
     static uint8_t buf[RNIC_EP_RX_CHUNK];
-    ssize_t n = read(fd[i], buf, sizeof(buf));
+    size_t done = 0;
+    ssize_t n;
 
-    if (n > 0 && rnic_ep_rx(s->ep, buf, (size_t)n) < 0) {
-        fprintf(stderr, "bench: the stream broke\n");
-        exit(1);
-    }
+    do {
+        n = read(fd[i], buf, sizeof(buf));
+        if (n > 0 && rnic_ep_rx(s->ep, buf, (size_t)n) < 0) {
+            fprintf(stderr, "bench: the stream broke\n");
+            exit(1);
+        }
+        done += sizeof(buf);
+    } while (n == sizeof(buf) && done < RNIC_EP_TX_BATCH_BYTES);
 }
 
 /* Runs both engines until @s has @n receive completions (all drained). */
