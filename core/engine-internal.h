@@ -73,7 +73,21 @@ struct rnic_tx_fpdu {
     uint8_t hdr[RNIC_MPA_HDR_LEN + RNIC_EP_CTL_MAX];
     struct rnic_mem_iov map[RNIC_EP_TX_MAPS];
     size_t nmap;
-    struct rnic_fpdu_out *out;  /* in ep->outs: see RNIC_FPDU_OUT_UNMARKED */
+    struct rnic_fpdu_out *out;  /* in its block: see RNIC_FPDU_OUT_UNMARKED */
+};
+
+/*
+ * The transmit ring doubles from RNIC_EP_TX_RING_MIN entries up to
+ * RNIC_EP_TX_BATCH_FPDUS, each time by a block of new entries: entries
+ * never move, since their framed FPDUs point into them (the header).
+ */
+#define RNIC_EP_TX_RING_BLOCKS  3
+_Static_assert(RNIC_EP_TX_RING_MIN << (RNIC_EP_TX_RING_BLOCKS - 1) ==
+               RNIC_EP_TX_BATCH_FPDUS, "the ring doubles up to a batch");
+
+struct rnic_tx_block {
+    struct rnic_tx_fpdu *fpdus;
+    uint8_t *outs;              /* each entry's framed FPDU (its ->out) */
 };
 
 /* What the response to one inbound Read/Atomic Request needs beyond
@@ -117,9 +131,12 @@ struct rnic_ep {
     struct rnic_fpdu_tx ftx;
     struct rnic_tx_msg msg;
     /* FPDUs framed and not yet sent whole, oldest first (only the oldest
-     * may be partly sent); RNIC_EP_TX_BATCH_FPDUS entries. */
-    struct rnic_tx_fpdu *ring;
-    uint8_t *outs;              /* each entry's framed FPDU (its ->out) */
+     * may be partly sent): ring_cap entries, from RNIC_EP_TX_RING_MIN up
+     * to RNIC_EP_TX_BATCH_FPDUS (tx_frame.c, rnic_tx_ring_room). */
+    struct rnic_tx_fpdu **ring;
+    uint32_t ring_cap;          /* a power of 2 */
+    struct rnic_tx_block blocks[RNIC_EP_TX_RING_BLOCKS];
+    uint32_t nblocks;
     uint32_t ring_head;
     uint32_t ring_count;
     uint32_t offered;           /* of those, handed out since the advance */
@@ -185,6 +202,9 @@ void rnic_tx_cut_poisoned(struct rnic_ep *ep);
 /* tx_frame.c: the FPDUs in flight */
 /* The @i-th oldest FPDU in the ring (i == ring_count: the next free). */
 struct rnic_tx_fpdu *rnic_tx_fpdu_at(struct rnic_ep *ep, uint32_t i);
+bool rnic_tx_ring_new(struct rnic_ep *ep);
+void rnic_tx_ring_free(struct rnic_ep *ep);
+bool rnic_tx_ring_room(struct rnic_ep *ep);
 /* Drops the FPDUs from the @keep-th oldest on, unsent. */
 void rnic_tx_drop_from(struct rnic_ep *ep, uint32_t keep);
 void rnic_tx_abandon(struct rnic_ep *ep);

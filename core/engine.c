@@ -53,29 +53,6 @@ static void ep_init_rtr(struct rnic_ep *ep)
     ep->rtr_wait = !ep->initiator;
 }
 
-/*
- * The transmit ring.  Without markers each entry's framed FPDU needs only
- * RNIC_FPDU_OUT_UNMARKED of its 5 KiB: with a thousand connections that
- * is 100 KiB less host memory per connection.
- */
-static bool ep_ring_new(struct rnic_ep *ep)
-{
-    size_t osz = ep->mpa.markers_tx ? sizeof(struct rnic_fpdu_out) :
-                 RNIC_FPDU_OUT_UNMARKED;
-
-    osz = (osz + _Alignof(struct rnic_fpdu_out) - 1) &
-          ~(_Alignof(struct rnic_fpdu_out) - 1);
-    ep->ring = calloc(RNIC_EP_TX_BATCH_FPDUS, sizeof(*ep->ring));
-    ep->outs = calloc(RNIC_EP_TX_BATCH_FPDUS, osz);
-    if (!ep->ring || !ep->outs) {
-        return false;
-    }
-    for (unsigned i = 0; i < RNIC_EP_TX_BATCH_FPDUS; i++) {
-        ep->ring[i].out = (struct rnic_fpdu_out *)(ep->outs + i * osz);
-    }
-    return true;
-}
-
 struct rnic_ep *rnic_ep_new(const struct rnic_ep_params *p)
 {
     uint32_t mulpdu = ep_mulpdu(p);
@@ -99,7 +76,7 @@ struct rnic_ep *rnic_ep_new(const struct rnic_ep_params *p)
     ep->rx_buf = malloc(RNIC_MPA_ULPDU_MAX + 4);
     ep->resp = calloc(nresp, sizeof(*ep->resp));
     ep->snap = malloc(RNIC_EP_SNAP_MAX);
-    if (!ep->bounce || !ep->rx_buf || !ep->resp || !ep_ring_new(ep) ||
+    if (!ep->bounce || !ep->rx_buf || !ep->resp || !rnic_tx_ring_new(ep) ||
         !ep->snap || ep_adopt(ep) < 0) {
         rnic_ep_free(ep);
         return NULL;
@@ -125,8 +102,7 @@ void rnic_ep_free(struct rnic_ep *ep)
     free(ep->bounce);
     free(ep->rx_buf);
     free(ep->resp);
-    free(ep->ring);
-    free(ep->outs);
+    rnic_tx_ring_free(ep);
     free(ep);
 }
 

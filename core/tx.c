@@ -636,14 +636,13 @@ bool rnic_tx_build_next(struct rnic_ep *ep)
     if (ep->term == RNIC_TERM_QUEUED) {
         /* it goes right after what may already be on its way */
         rnic_tx_trim(ep);
-        if (ep->ring_count == RNIC_EP_TX_BATCH_FPDUS) {
+        if (!rnic_tx_ring_room(ep)) {
             return false;
         }
         tx_build_term(ep);
         return true;
     }
-    if (ep->term != RNIC_TERM_NONE ||
-        ep->ring_count == RNIC_EP_TX_BATCH_FPDUS) {
+    if (ep->term != RNIC_TERM_NONE || !rnic_tx_ring_room(ep)) {
         return false;
     }
     if (ep->msg.kind == RNIC_TX_IDLE && !tx_pick(ep, ahead)) {
