@@ -289,7 +289,7 @@ static size_t rx_copy(struct rnic_fpdu_rx *rx, const uint8_t *p, size_t len)
     if (rx->phase == RNIC_FPDU_RX_HDR && rx->got == 0) {
         rx->hdr_pos = rx->pos;
     }
-    /* Copy and CRC in one pass over the input (the FPDU's own CRC aside). */
+    /* With CRC on, copy and sum in one pass (the FPDU's own CRC aside). */
     if (rx->crc && rx->phase != RNIC_FPDU_RX_CRC) {
         rx->crc_acc = rnic_crc32c_copy(rx->crc_acc, dst, p, len);
     } else {
