@@ -522,20 +522,18 @@ static void raw_pair_down(void)
  */
 struct framed {
     size_t payload;
-    size_t f, skip;             /* FPDU being sent, its octets gone */
+    size_t left;                /* FPDUs not yet wholly sent */
+    size_t off, skip;           /* the oldest's payload offset, octets gone */
 };
 
 static uint8_t framed_hdr[RNIC_MPA_HDR_LEN +
                           sizeof(struct rnic_ddp_tagged_hdr)];
 static uint8_t framed_trailer[3 + RNIC_MPA_CRC_LEN];
 
-/* FPDU @f's three iovecs; its length on the wire. */
-static size_t framed_fpdu(const struct framed *fr, size_t f,
-                          struct iovec *iov)
+/* The FPDU at payload offset @off of the MiB: three iovecs; its length. */
+static size_t framed_fpdu(size_t payload, size_t off, struct iovec *iov)
 {
-    size_t fpdus = (MIB + fr->payload - 1) / fr->payload;
-    size_t off = f % fpdus * fr->payload;
-    size_t plen = MIB - off < fr->payload ? MIB - off : fr->payload;
+    size_t plen = MIB - off < payload ? MIB - off : payload;
     size_t ulpdu = sizeof(framed_hdr) - RNIC_MPA_HDR_LEN + plen;
 
     iov[0] = (struct iovec){ framed_hdr, sizeof(framed_hdr) };
@@ -545,52 +543,56 @@ static size_t framed_fpdu(const struct framed *fr, size_t f,
     return rnic_fpdu_len(ulpdu);
 }
 
-static void framed_send(struct framed *fr, size_t nfpdus)
+static size_t framed_next(size_t payload, size_t off)
 {
-    struct iovec iov[RNIC_EP_TX_BATCH_IOV];
-    size_t skip = fr->skip;
-    int cnt = 0, i = 0;
+    return MIB - off > payload ? off + payload : 0;
+}
+
+static void framed_send(struct framed *fr)
+{
+    struct iovec iov[3 * RNIC_EP_TX_BATCH_FPDUS];
+    size_t flen[RNIC_EP_TX_BATCH_FPDUS];
+    size_t len = 0, off = fr->off, done = fr->skip;
+    int k, i = 0;
     ssize_t n;
 
-    for (size_t f = fr->f, len = 0; f < nfpdus; f++, cnt += 3) {
-        if (len >= RNIC_EP_TX_BATCH_BYTES ||
-            cnt == 3 * RNIC_EP_TX_BATCH_FPDUS) {
-            break;
-        }
-        len += framed_fpdu(fr, f, iov + cnt);
+    for (k = 0; k < RNIC_EP_TX_BATCH_FPDUS && (size_t)k < fr->left &&
+                len < RNIC_EP_TX_BATCH_BYTES; k++) {
+        flen[k] = framed_fpdu(fr->payload, off, iov + 3 * k);
+        len += flen[k];
+        off = framed_next(fr->payload, off);
     }
-    while (skip >= iov[i].iov_len) {    /* what went of FPDU fr->f */
-        skip -= iov[i++].iov_len;
+    while (done >= iov[i].iov_len) {    /* what went of the oldest FPDU */
+        done -= iov[i++].iov_len;
     }
-    iov[i].iov_base = (uint8_t *)iov[i].iov_base + skip;
-    iov[i].iov_len -= skip;
-    n = writev(fd[0], iov + i, cnt - i);
-    fr->skip += n > 0 ? (size_t)n : 0;
-    while (fr->f < nfpdus) {
-        size_t flen = framed_fpdu(fr, fr->f, iov);
-
-        if (fr->skip < flen) {
-            break;
-        }
-        fr->skip -= flen;
-        fr->f++;
+    iov[i].iov_base = (uint8_t *)iov[i].iov_base + done;
+    iov[i].iov_len -= done;
+    n = writev(fd[0], iov + i, 3 * k - i);
+    done = fr->skip + (n > 0 ? (size_t)n : 0);
+    for (i = 0; i < k && done >= flen[i]; i++) {
+        done -= flen[i];
+        fr->off = framed_next(fr->payload, fr->off);
+        fr->left--;
     }
+    fr->skip = done;
 }
 
 static void raw_framed_run(void *arg)
 {
     struct framed fr = { .payload = *(size_t *)arg };
-    size_t fpdus = (MIB + fr.payload - 1) / fr.payload, len = 0, got = 0;
+    size_t len = 0, got = 0, off = 0;
     struct iovec iov[3];
 
-    for (size_t f = 0; f < fpdus; f++) {
-        len += XFER_PER_RUN * framed_fpdu(&fr, f, iov);
-    }
+    do {
+        len += XFER_PER_RUN * framed_fpdu(fr.payload, off, iov);
+        fr.left += XFER_PER_RUN;
+        off = framed_next(fr.payload, off);
+    } while (off);
     while (got < len) {
         int ev = wait_io();
 
-        if (fr.f < XFER_PER_RUN * fpdus && (ev & 2)) {
-            framed_send(&fr, XFER_PER_RUN * fpdus);
+        if (fr.left && (ev & 2)) {
+            framed_send(&fr);
         }
         if (ev & 4) {
             ssize_t n = read(fd[1], raw_buf[1], MIB);
@@ -625,15 +627,20 @@ static void own_passes_run(void *arg)
     uint32_t c = 0;
 
     for (int i = 0; i < XFER_PER_RUN; i++) {
+        size_t in = 0;          /* the FPDU's place in the input chunk */
+
         for (size_t off = 0; off < MIB; off += p->payload) {
             size_t len = MIB - off < p->payload ? MIB - off : p->payload;
-            uint8_t *in = pass_chunk + off % (sizeof(pass_chunk) - len + 1);
 
+            if (in + len > sizeof(pass_chunk)) {
+                in = 0;
+            }
             if (p->crc) {
                 c ^= rnic_crc32c(0, pass_src + off, len);
-                c ^= rnic_crc32c(0, in, len);
+                c ^= rnic_crc32c(0, pass_chunk + in, len);
             }
-            memcpy(pass_dst + off, in, len);
+            memcpy(pass_dst + off, pass_chunk + in, len);
+            in += len;
         }
     }
     crc_sink = c;
