@@ -5,9 +5,11 @@
  * which the Section Header's byte-order magic tells readers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "pcapng.h"
 
 #define PCAPNG_SHB          0x0a0d0d0au
@@ -104,10 +106,31 @@ static void put_header(struct rnic_pcapng *f)
     put_block(f, PCAPNG_IDB, idb, n);
 }
 
+/*
+ * The file holds guest payloads: readable by its owner only (0600 within
+ * the umask), and always a new file.  Whatever was at the path is removed
+ * first (a symlink itself, not its target); if anything appears there
+ * before the exclusive create, the capture stops with EEXIST instead of
+ * writing through it.
+ */
 static bool open_file(struct rnic_pcapng *f)
 {
-    f->fp = fopen(f->path, "wb");
+    int fd;
+
+    if (unlink(f->path) && errno != ENOENT) {
+        return false;
+    }
+    fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0600);
+    if (fd < 0) {
+        return false;
+    }
+    f->fp = fdopen(fd, "wb");
     if (!f->fp) {
+        int err = errno;
+
+        close(fd);
+        errno = err;
         return false;
     }
     setvbuf(f->fp, f->buf, _IOFBF, sizeof(f->buf));
@@ -174,12 +197,13 @@ static bool rotate(struct rnic_pcapng *f)
             snprintf(from, len, "%s", f->path);
         }
         snprintf(to, len, "%s.%u", f->path, i);
-        rename(from, to);       /* a missing older file is fine */
+        /* A missing older file is fine; a file that stays is not. */
+        ok = !rename(from, to) || errno == ENOENT;
     }
     free(from);
     free(to);
     if (!ok || !open_file(f)) {
-        f->st.error = errno ? errno : ENOMEM;
+        f->st.error = errno ? errno : EIO;
         return false;
     }
     f->st.rotations++;

@@ -34,7 +34,10 @@ struct rnic_pcapng_stats {
 
 struct rnic_pcapng;
 
-/* Opened for writing (truncated) with its header; NULL and errno on error. */
+/*
+ * A new file at the path (0600; whatever was there is replaced, a symlink
+ * never followed) with its header; NULL and errno on error.
+ */
 struct rnic_pcapng *rnic_pcapng_open(const struct rnic_pcapng_config *cfg);
 void rnic_pcapng_close(struct rnic_pcapng *f);
 

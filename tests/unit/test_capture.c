@@ -265,6 +265,94 @@ START_TEST(test_rotation)
 }
 END_TEST
 
+static mode_t file_mode(const char *p)
+{
+    struct stat st;
+
+    ck_assert_int_eq(lstat(p, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    return st.st_mode & 07777;
+}
+
+/*
+ * The files hold guest payloads: 0600 whatever the umask allows, the
+ * first file and every rotated one.
+ */
+START_TEST(test_files_private)
+{
+    static uint8_t buf[4000];
+    mode_t old = umask(022);
+    struct rnic_cap *cap = cap_new(8192, 2);
+    char p1[80];
+
+    ck_assert_uint_eq(file_mode(path), 0600);
+    rnic_cap_open(cap, 7, &local, &peer, true, NULL, 1);
+    for (int i = 0; i < 8; i++) {
+        feed(cap, true, buf, fpdu(buf, 1000, (uint8_t)i), 1008);
+    }
+    ck_assert_uint_ge(rnic_cap_stats(cap)->rotations, 1);
+    ck_assert_uint_eq(file_mode(path), 0600);
+    snprintf(p1, sizeof(p1), "%s.1", path);
+    ck_assert_uint_eq(file_mode(p1), 0600);
+    rnic_cap_free(cap, 2, NULL);
+    umask(old);
+}
+END_TEST
+
+/*
+ * A symlink at the capture's path is not followed: its target keeps its
+ * content, and the capture writes a file of its own.
+ */
+START_TEST(test_symlink_not_followed)
+{
+    char target[80];
+    struct rnic_cap *cap;
+    FILE *t;
+    char got[16] = "";
+
+    snprintf(target, sizeof(target), "%s.target", path);
+    t = fopen(target, "w");
+    ck_assert_ptr_nonnull(t);
+    fputs("victim", t);
+    fclose(t);
+    ck_assert_int_eq(symlink(target, path), 0);
+    cap = cap_new(0, 1);
+    rnic_cap_free(cap, 2, NULL);
+    ck_assert_uint_eq(file_mode(path), 0600);
+    t = fopen(target, "r");
+    ck_assert_ptr_nonnull(fgets(got, sizeof(got), t));
+    fclose(t);
+    unlink(target);
+    ck_assert_str_eq(got, "victim");
+}
+END_TEST
+
+/*
+ * A rotation that cannot move the full file aside (path.1 is a directory
+ * here) stops the capture: what was captured stays, never overwritten.
+ */
+START_TEST(test_rotation_cannot_move)
+{
+    static uint8_t buf[4000];
+    struct rnic_cap *cap = cap_new(8192, 2);
+    char p1[80];
+    struct stat st;
+
+    snprintf(p1, sizeof(p1), "%s.1", path);
+    ck_assert_int_eq(mkdir(p1, 0700), 0);
+    rnic_cap_open(cap, 7, &local, &peer, true, NULL, 1);
+    for (int i = 0; i < 8; i++) {
+        feed(cap, true, buf, fpdu(buf, 1000, (uint8_t)i), 1008);
+    }
+    ck_assert_uint_eq(rnic_cap_stats(cap)->rotations, 0);
+    ck_assert_int_ne(rnic_cap_stats(cap)->error, 0);
+    rnic_cap_free(cap, 2, NULL);
+    ck_assert_int_eq(rmdir(p1), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_gt(st.st_size, 4096);
+}
+END_TEST
+
 Suite *capture_suite(void)
 {
     Suite *s = suite_create("capture");
@@ -275,6 +363,9 @@ Suite *capture_suite(void)
     tcase_add_test(tc, test_not_mpa);
     tcase_add_test(tc, test_limit);
     tcase_add_test(tc, test_rotation);
+    tcase_add_test(tc, test_files_private);
+    tcase_add_test(tc, test_symlink_not_followed);
+    tcase_add_test(tc, test_rotation_cannot_move);
     suite_add_tcase(s, tc);
     return s;
 }
