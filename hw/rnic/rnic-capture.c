@@ -64,8 +64,13 @@ static char *rnic_capture_stats_comment(RnicState *s)
     return g_string_free(out, false);
 }
 
+/*
+ * The writer is the data path's (an IOThread's, maybe): it is stopped
+ * only inside an entry, or once the device has no thread left to run.
+ */
 static void rnic_capture_stop(RnicState *s)
 {
+    assert(rnic_inside(s) || !DEVICE(s)->realized);
     if (s->capture) {
         g_autofree char *stats = rnic_capture_stats_comment(s);
 
@@ -252,7 +257,10 @@ static void rnic_capture_exit(Notifier *n, void *data)
 {
     RnicCapture *cfg = container_of(n, RnicCapture, exit);
 
+    /* The IOThread may still be writing: finish the file under its lock. */
+    rnic_enter(cfg->s);
     rnic_capture_stop(cfg->s);
+    rnic_leave(cfg->s);
 }
 
 void rnic_capture_init(RnicState *s)

@@ -173,20 +173,49 @@ static void rnic_listener_refuse(int fd, uint32_t listener, const char *why)
 }
 
 /*
- * Requests the guest has not answered yet, across listeners, stay below
- * half the event ring, so a flood of them cannot push other events out.
+ * Connections a listener may hold unanswered (MPA Request awaited, or
+ * CONN_REQUEST posted): its LISTEN backlog, and its equal share of half
+ * the event ring, so requests cannot push other events out and one
+ * listener's silent peers cannot take another's room.
  */
-static bool rnic_listener_room(RnicState *s, RnicListener *l)
+static uint32_t rnic_listener_share(RnicState *s, const RnicListener *l)
 {
-    uint32_t waiting = 0;
+    uint32_t open = 0;
     /* A disabled device's ring registers are the guest's to set at will. */
     uint32_t room = s->status & RNIC_STATUS_READY ?
                     rnic_ring_entries(&s->eq) / 2 : UINT32_MAX;
 
     for (int i = 0; i < RNIC_MAX_LISTENERS; i++) {
-        waiting += s->listeners[i].id ? s->listeners[i].waiting : 0;
+        open += !!s->listeners[i].id;
     }
-    return l->waiting < l->backlog && waiting < room;
+    return MIN(l->backlog, MAX(1, room / MAX(open, 1)));
+}
+
+/*
+ * A listener takes connections from the host's accept queue only while
+ * it has room: the rest wait there, as in any TCP backlog, instead of
+ * being reset, and come in as the guest answers the ones it has.
+ */
+static void rnic_listener_watch(RnicListener *l)
+{
+    bool want = !timer_pending(l->retry) &&
+                l->waiting < rnic_listener_share(l->s, l);
+
+    if (want != l->watched) {
+        l->watched = want;
+        rnic_set_fd_handler(l->s, l->fd, want ? rnic_listener_acceptable
+                                              : NULL, NULL, l);
+    }
+}
+
+/* A listener's count or the set of listeners changed: shares move. */
+void rnic_listeners_watch(RnicState *s)
+{
+    for (int i = 0; i < RNIC_MAX_LISTENERS; i++) {
+        if (s->listeners[i].id) {
+            rnic_listener_watch(&s->listeners[i]);
+        }
+    }
 }
 
 /*
@@ -200,9 +229,9 @@ static void rnic_listener_sleep(RnicListener *l, int err)
                      "between attempts", strerror(err),
                      RNIC_LISTEN_RETRY_MS);
     trace_rnic_conn_error(l->id, err, "accept");
-    rnic_set_fd_handler(l->s, l->fd, NULL, NULL, NULL);
     timer_mod(l->retry, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
               RNIC_LISTEN_RETRY_MS);
+    rnic_listener_watch(l);
 }
 
 static void rnic_listener_accept(void *opaque)
@@ -211,17 +240,17 @@ static void rnic_listener_accept(void *opaque)
     RnicState *s = l->s;
     struct rnic_mpa_params p;
     RnicConn *c;
-    int fd = qemu_accept(l->fd, NULL, NULL);
+    int fd;
 
+    if (l->waiting >= rnic_listener_share(s, l)) {
+        rnic_listener_watch(l);     /* a new listener took part of its share */
+        return;
+    }
+    fd = qemu_accept(l->fd, NULL, NULL);
     if (fd < 0) {
         if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
             rnic_listener_sleep(l, errno);
         }
-        return;
-    }
-    if (!rnic_listener_room(s, l)) {
-        rnic_listener_refuse(fd, l->id, "backlog of unanswered connections "
-                             "full (LISTEN backlog, or half the event ring)");
         return;
     }
     c = rnic_conn_new(s, fd, false, true);
@@ -233,6 +262,7 @@ static void rnic_listener_accept(void *opaque)
     c->listener_id = l->id;
     c->waiting = true;
     l->waiting++;
+    rnic_listener_watch(l);
     rnic_fd_names(fd, &c->local, &c->peer);
     rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0,
                         rnic_cm_rtr(s, false, 0), &p);
@@ -243,10 +273,7 @@ static void rnic_listener_accept(void *opaque)
 
 static void rnic_listener_wake(void *opaque)
 {
-    RnicListener *l = opaque;
-
-    rnic_set_fd_handler(l->s, l->fd, rnic_listener_acceptable, NULL, l);
-    rnic_listener_accept(l);
+    rnic_listener_watch(opaque);
 }
 
 static void rnic_listener_acceptable(void *opaque)
@@ -307,11 +334,12 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     l->fd = fd;
     l->id = l - s->listeners + 1;
     l->waiting = 0;
+    l->watched = false;
     l->retry = rnic_timer_new_ms(s, rnic_listener_retry, l);
     rnic_fd_names(fd, &l->local, NULL);
     p->local = l->local;
     p->listener_id = cpu_to_le32(l->id);
-    rnic_set_fd_handler(s, fd, rnic_listener_acceptable, NULL, l);
+    rnic_listeners_watch(s);
     trace_rnic_listen(l->id, le16_to_cpu(l->local.port));
     return RNIC_CMD_OK;
 }
@@ -333,6 +361,8 @@ static void rnic_listener_close(RnicListener *l)
     timer_free(l->retry);
     l->retry = NULL;
     l->id = 0;
+    l->watched = false;
+    rnic_listeners_watch(s);
 }
 
 uint16_t rnic_cmd_unlisten(RnicState *s, struct rnic_cmd *cmd)
@@ -628,7 +658,10 @@ void rnic_conn_info_fill(const RnicConn *c, struct rnic_conn_info *info)
     info->pdata_len = cpu_to_le16(c->mpa.peer.pd_len);
     info->mpa_rev = c->mpa.peer.rev;
     info->mpa_crc = c->mpa.result.crc;
-    memcpy(info->pdata, c->mpa.peer.pd, c->mpa.peer.pd_len);
+    /* Before the peer's MPA frame there is no private data: pd is NULL. */
+    if (c->mpa.peer.pd_len) {
+        memcpy(info->pdata, c->mpa.peer.pd, c->mpa.peer.pd_len);
+    }
 }
 
 uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
@@ -716,8 +749,8 @@ bool rnic_cm_init(RnicState *s, Error **errp)
     }
     /* max-qps slots for the guest's CONNECTs, as many for the rest */
     s->max_conns = 2 * s->limits.max_qp;
-    QEMU_BUILD_BUG_ON(2 * 0xffff > RNIC_CONN_INDEX_MASK);
     s->conns = g_new0(RnicConn *, s->max_conns);
+    s->conn_ids = g_hash_table_new(g_direct_hash, g_direct_equal);
     return true;
 }
 
@@ -736,6 +769,7 @@ void rnic_cm_fini(RnicState *s)
 {
     rnic_cm_reset(s);
     g_free(s->conns);
+    g_hash_table_destroy(s->conn_ids);
     rnic_addr_policy_free(&s->listen_allow);
     rnic_addr_policy_free(&s->peer_allow);
 }

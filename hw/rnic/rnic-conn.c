@@ -55,6 +55,24 @@ static void rnic_conn_set_bufs(RnicState *s, int fd)
 }
 
 /*
+ * Ids count up through [RNIC_CONN_ID_MIN, UINT32_MAX], skipping live ones:
+ * a guest that acts on an id it read late (an event, a CONNECT's answer)
+ * finds that connection or none, never a newer one, and no id equals a
+ * QP number (CONN_ERROR's id may be either).
+ */
+static uint32_t rnic_conn_new_id(RnicState *s)
+{
+    uint32_t id = s->conn_last_id;
+
+    do {
+        id = id == UINT32_MAX ? RNIC_CONN_ID_MIN : MAX(id + 1,
+                                                       RNIC_CONN_ID_MIN);
+    } while (g_hash_table_contains(s->conn_ids, GUINT_TO_POINTER(id)));
+    s->conn_last_id = id;
+    return id;
+}
+
+/*
  * A slot for @fd.  Connections the guest did not ask for (@passive:
  * accepted, handed in) never take the max-qps slots kept for its own
  * CONNECTs; NULL when there is no slot for this kind.
@@ -79,10 +97,10 @@ RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive)
     c->initiator = initiator;
     c->passive = passive;
     s->passive_conns += passive;
-    /* A generation in the high bits keeps stale ids from matching. */
-    s->conn_gen++;
-    c->id = s->conn_gen << RNIC_CONN_INDEX_BITS | (i + 1);
+    c->id = rnic_conn_new_id(s);
+    c->slot = i;
     s->conns[i] = c;
+    g_hash_table_insert(s->conn_ids, GUINT_TO_POINTER(c->id), c);
     c->deadline = rnic_timer_new_ms(s, rnic_conn_deadline, c);
     c->bh = rnic_bh_new(s, rnic_conn_again, c);
     qemu_socket_set_nonblock(fd);
@@ -96,6 +114,7 @@ static void rnic_conn_unwait(RnicConn *c)
     if (c->waiting) {
         c->waiting = false;
         c->s->listeners[c->listener_id - 1].waiting--;
+        rnic_listeners_watch(c->s);
     }
 }
 
@@ -119,7 +138,8 @@ static void rnic_conn_free(RnicConn *c)
         c->qp->conn = NULL;
     }
     s->passive_conns -= c->passive;
-    s->conns[(c->id & RNIC_CONN_INDEX_MASK) - 1] = NULL;
+    s->conns[c->slot] = NULL;
+    g_hash_table_remove(s->conn_ids, GUINT_TO_POINTER(c->id));
     g_free(c);
 }
 

@@ -49,6 +49,7 @@ void rnic_enter(RnicState *s)
 {
     MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
 
+    assert(!rnic_in_iothread(s) || !bql_locked());
     object_ref(OBJECT(s));
     if (s->ctx) {
         qemu_rec_mutex_lock(&s->lock);

@@ -317,7 +317,16 @@ static void rnic_set_handoff_fd(Object *obj, const char *value, Error **errp)
         error_setg(errp, "rnic: handoff-fd takes NAME[:initiator|:responder]");
         return;
     }
-    fd = monitor_fd_param(monitor_cur(), parts[0], errp);
+    /*
+     * Only a descriptor passed for the purpose (QMP getfd): it leaves the
+     * monitor's list and is the device's to adopt or close.  Never a bare
+     * number, which would name one of QEMU's own descriptors.
+     */
+    if (!monitor_cur()) {
+        error_setg(errp, "rnic: handoff-fd is set from the monitor (getfd)");
+        return;
+    }
+    fd = monitor_get_fd(monitor_cur(), parts[0], errp);
     if (fd < 0) {
         return;
     }

@@ -173,6 +173,7 @@ static void rnic_reg_store(RnicState *s, hwaddr addr, uint64_t val)
  */
 static void rnic_mmio_enter(RnicState *s)
 {
+    assert(!rnic_in_iothread(s));   /* rnic-thread.c, rule 2 */
     rnic_enter(s);
     s->in_mmio = true;
 }

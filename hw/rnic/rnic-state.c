@@ -62,7 +62,12 @@ static QDict *rnic_ring_dict(const RnicRing *r)
     QDict *d = qdict_new();
 
     rnic_put_hex(d, "base", r->base);
-    qdict_put_int(d, "size", r->base ? 1u << r->log_size : 0);
+    /*
+     * A disabled device's CMDQ and EQ registers hold whatever the guest
+     * wrote: only a size the ring could have is reported.
+     */
+    qdict_put_int(d, "size", r->base && r->log_size < 32 ?
+                  1ull << r->log_size : 0);
     qdict_put_int(d, "prod", r->prod);
     qdict_put_int(d, "cons", r->cons);
     return d;

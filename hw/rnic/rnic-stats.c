@@ -42,10 +42,8 @@ static char *rnic_get_terms(Object *obj, Error **errp)
     GList *keys;
     GString *out = g_string_new(NULL);
 
-    /* An IOThread may be adding a code: the table is read under its lock */
-    if (s->ctx) {
-        qemu_rec_mutex_lock(&s->lock);
-    }
+    /* An IOThread may be adding a code: the table is read inside an entry */
+    rnic_enter(s);
     keys = g_list_sort(g_hash_table_get_keys(s->stats.terms), rnic_key_cmp);
 
     for (GList *k = keys; k; k = k->next) {
@@ -58,16 +56,27 @@ static char *rnic_get_terms(Object *obj, Error **errp)
                                    s->stats.terms, k->data)));
     }
     g_list_free(keys);
-    if (s->ctx) {
-        qemu_rec_mutex_unlock(&s->lock);
-    }
+    rnic_leave(s);
     return g_string_free(out, false);
+}
+
+/* A counter the data path (an IOThread's, maybe) updates: read inside. */
+static void rnic_stat_get(Object *obj, Visitor *v, const char *name,
+                          void *opaque, Error **errp)
+{
+    RnicState *s = RNIC(obj);
+    uint64_t value;
+
+    rnic_enter(s);
+    value = *(uint64_t *)opaque;
+    rnic_leave(s);
+    visit_type_uint64(v, name, &value, errp);
 }
 
 static void rnic_stat_add(Object *obj, const char *name, uint64_t *v,
                           const char *desc)
 {
-    object_property_add_uint64_ptr(obj, name, v, OBJ_PROP_FLAG_READ);
+    object_property_add(obj, name, "uint64", rnic_stat_get, NULL, NULL, v);
     object_property_set_description(obj, name, desc);
 }
 

@@ -30,10 +30,5 @@ RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn)
 
 RnicConn *rnic_conn_get(RnicState *s, uint32_t id)
 {
-    uint32_t i = (id & RNIC_CONN_INDEX_MASK) - 1;
-
-    if (i >= s->max_conns || !s->conns[i] || s->conns[i]->id != id) {
-        return NULL;
-    }
-    return s->conns[i];
+    return g_hash_table_lookup(s->conn_ids, GUINT_TO_POINTER(id));
 }

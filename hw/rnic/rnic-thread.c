@@ -14,6 +14,23 @@
  * by the main loop), so a thread holding the BQL may wait for it: reset
  * and unplug run in the IOThread as a bottom half, between two of its
  * callbacks, never under one, while the caller waits on an event.
+ *
+ * The threading contract (asserted where marked, checked as a whole by
+ * `make check-tsan`):
+ *  1. Every way into the device state takes rnic_enter(): MMIO, bottom
+ *     halves, fd handlers, timers, QOM getters and setters (state, stat-*,
+ *     capture), QEMU's exit notifier.  Only the mailbox (rnic-db.c:
+ *     atomics) and the irq_mask (atomic) are touched without it.
+ *     [rnic_capture_stop() asserts it for the capture writer.]
+ *  2. The IOThread never holds the BQL inside the device, and never
+ *     dispatches an MMIO access of it (its DMA reaches RAM only).
+ *     [rnic_enter() and rnic-regs.c assert both.]
+ *  3. A thread holding the BQL may wait for the device lock; the
+ *     IOThread never waits for the BQL.  Reset and unplug reach the
+ *     IOThread through rnic_run_on_ctx(), never under a callback.
+ *  4. owner_tid is written only by the thread inside, read atomically by
+ *     others (rnic_inside()); entry_depth, running_deferred and in_mmio
+ *     only under the lock.
  */
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
@@ -21,6 +38,12 @@
 #include "qemu/thread.h"
 #include "block/aio-wait.h"
 #include "rnic.h"
+
+/* Rule 2: the IOThread is in the device without the BQL. */
+bool rnic_in_iothread(RnicState *s)
+{
+    return s->ctx && in_aio_context_home_thread(s->ctx);
+}
 
 void rnic_set_fd_handler(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
                          void *opaque)

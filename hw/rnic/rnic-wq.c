@@ -137,6 +137,12 @@ static const char *rnic_wq_take_recv(RnicState *s, RnicQp *qp,
 #define RNIC_WQ_FETCH_BUDGET 256
 /* ... and all queues together: the rest goes on in the next run. */
 #define RNIC_WQ_RUN_BUDGET 1024
+/*
+ * Octets after which a run starts no more connections; the one it ran
+ * last may add its own batch (RNIC_EP_TX_BATCH_BYTES), so a run sends at
+ * most twice this, however many QPs the guest kicked.
+ */
+#define RNIC_WQ_RUN_TX_BUDGET RNIC_EP_TX_BATCH_BYTES
 
 /*
  * Takes a QP's new entries up to the last doorbell, in ring order, at
@@ -211,7 +217,8 @@ static void rnic_qp_kick(RnicState *s, RnicQp *qp)
 void rnic_wq_run(void *opaque)
 {
     RnicState *s = opaque;
-    uint32_t nsrq = 0, nqp = 0, left = RNIC_WQ_RUN_BUDGET;
+    uint32_t nsrq = 0, nqp = 0, left = RNIC_WQ_RUN_BUDGET, served = 0;
+    uint64_t tx0 = s->stats.tx_bytes;
     RnicSrq *srq;
     RnicQp *qp;
 
@@ -233,7 +240,8 @@ void rnic_wq_run(void *opaque)
             rnic_srq_kick(s, srq);
         }
     }
-    while (nqp-- && left && (qp = QTAILQ_FIRST(&s->kicked))) {
+    while (nqp-- && left && s->stats.tx_bytes - tx0 < RNIC_WQ_RUN_TX_BUDGET &&
+           (qp = QTAILQ_FIRST(&s->kicked))) {
         bool rq_left, sq_left;
 
         QTAILQ_REMOVE(&s->kicked, qp, kick_link);
@@ -246,7 +254,10 @@ void rnic_wq_run(void *opaque)
         if (qp->conn) {
             rnic_conn_run(qp->conn);
         }
+        served++;
     }
+    trace_rnic_wq_run(served, RNIC_WQ_RUN_BUDGET - left,
+                      s->stats.tx_bytes - tx0);
     /* Queues with work left, or not served at all, go on next run. */
     if (!QTAILQ_EMPTY(&s->kicked_srqs) || !QTAILQ_EMPTY(&s->kicked)) {
         qemu_bh_schedule(s->wq_bh);

@@ -142,13 +142,6 @@ typedef struct RnicQp {
 #define RNIC_SOCK_BUF_MIN       4096u
 #define RNIC_SOCK_BUF_MAX       (1u << 30)
 
-/*
- * A connection id: its slot + 1 in the low bits, a generation above so
- * that a stale id does not match.  17 bits hold the 2 * max-qps slots
- * that max-qps 65535 needs.
- */
-#define RNIC_CONN_INDEX_BITS 17
-#define RNIC_CONN_INDEX_MASK ((1u << RNIC_CONN_INDEX_BITS) - 1)
 #define RNIC_MAX_BACKLOG    128
 
 typedef struct RnicListener {
@@ -158,6 +151,7 @@ typedef struct RnicListener {
     struct rnic_sockaddr local;
     uint32_t backlog;       /* connections not yet accepted, at most */
     uint32_t waiting;       /* connections not yet accepted, now */
+    bool watched;           /* its socket's handler is on: it has room */
     QEMUTimer *retry;       /* accept() failed for want of resources */
 } RnicListener;
 
@@ -183,7 +177,8 @@ typedef enum RnicVerdict {
 
 struct RnicConn {
     RnicState *s;
-    uint32_t id;
+    uint32_t id;            /* RNIC_CONN_ID_MIN.., unique (rnic-conn.c) */
+    uint32_t slot;          /* in RnicState.conns */
     int fd;
     RnicConnState state;
     bool initiator;         /* we send the MPA Request */
@@ -276,7 +271,8 @@ struct RnicState {
     RnicConn **conns;       /* [max_conns] */
     uint32_t max_conns;
     uint32_t passive_conns; /* listeners' and handed in: max_conns - max_qp */
-    uint32_t conn_gen;      /* wraps at 2^(32 - RNIC_CONN_INDEX_BITS) */
+    GHashTable *conn_ids;   /* id -> RnicConn */
+    uint32_t conn_last_id;  /* the id given last; kept across resets */
     struct rnic_addr_policy listen_allow, peer_allow;
     char *listen_allow_str;
     char *peer_allow_str;
@@ -374,6 +370,7 @@ bool rnic_cm_init(RnicState *s, Error **errp);
 void rnic_cm_reset(RnicState *s);
 void rnic_cm_fini(RnicState *s);
 bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp);
+void rnic_listeners_watch(RnicState *s);
 void rnic_sockaddr_from_host(const struct sockaddr_storage *ss,
                              struct rnic_sockaddr *a);
 void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
@@ -450,6 +447,7 @@ bool rnic_inside(RnicState *s);
 bool rnic_defer(RnicState *s, bool *flag, const char *what);
 
 /* rnic-thread.c: handlers, timers and BHs on the device's context */
+bool rnic_in_iothread(RnicState *s);
 void rnic_set_fd_handler(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
                          void *opaque);
 QEMUTimer *rnic_timer_new_ms(RnicState *s, QEMUTimerCB *cb, void *opaque);

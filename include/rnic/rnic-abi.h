@@ -562,6 +562,12 @@ enum rnic_event_type {
 
 /* The listener id of connections handed in by the host (seed 004). */
 #define RNIC_LISTENER_HANDED_IN     0xffffffffu
+/*
+ * Connection ids are RNIC_CONN_ID_MIN or above, QP numbers below it (so
+ * CONN_ERROR's id tells which it is), and an id comes back only after
+ * 2^32 - 2^16 newer connections.
+ */
+#define RNIC_CONN_ID_MIN            0x10000u
 
 struct rnic_event {
     uint8_t  type;                  /* enum rnic_event_type */

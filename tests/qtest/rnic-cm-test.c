@@ -8,7 +8,10 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/sockets.h"
+#include <poll.h>
 #include <sys/resource.h>
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
 #include "libqos/rnic.h"
 
 #define MPA_REQ_KEY "MPA ID Req Frame"
@@ -327,6 +330,47 @@ static void test_active_connect(void)
     rnic_test_stop(&c.t);
 }
 
+/* A CONNECT to the raw listener @lfd; its id once the peer is there. */
+static uint32_t cm_connect_id(CmTest *c, uint32_t qpn, uint16_t port,
+                              int lfd, int *fd)
+{
+    struct rnic_cmd_connect k = {
+        .qpn = cpu_to_le32(qpn),
+        .peer = loopback(port),
+    };
+    struct rnic_cmd r = rnic_cmd_ok(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+
+    *fd = rnic_tcp_accept(lfd);
+    return le32_to_cpu(((struct rnic_cmd_connect *)r.u.raw)->conn_id);
+}
+
+/*
+ * QUERY_CONN on a connection whose peer has not sent its MPA frame yet:
+ * no private data to copy (a memcpy from NULL once made UBSan stop QEMU).
+ */
+static void test_query_before_mpa(void)
+{
+    struct rnic_cmd_query_conn q = { 0 };
+    struct rnic_conn_info info;
+    uint16_t port;
+    CmTest c;
+    int lfd, fd;
+
+    cm_start(&c, NULL);
+    lfd = rnic_tcp_listen(&port);
+    q.conn_id = cpu_to_le32(cm_connect_id(&c, cm_create_qp(&c), port, lfd,
+                                          &fd));
+    q.info_addr = cpu_to_le64(guest_alloc(c.t.alloc, RNIC_CONN_INFO_SIZE));
+    /* Connected, the MPA Request sent, no Reply yet. */
+    rnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    qtest_memread(c.t.qts, le64_to_cpu(q.info_addr), &info, sizeof(info));
+    g_assert_cmpuint(le16_to_cpu(info.pdata_len), ==, 0);
+    g_assert_cmpuint(le16_to_cpu(info.peer.port), ==, port);
+    close(fd);
+    close(lfd);
+    rnic_test_stop(&c.t);
+}
+
 /*
  * ABI 0.2: after CONN_REJECTED the peer's private data is read with
  * QUERY_CONN naming the QP (the connection itself is gone: without the
@@ -500,6 +544,22 @@ static void test_handoff_fd(void)
         close(fds[0]);
         close(fds[1]);
     }
+
+    /*
+     * A bare number names one of QEMU's own descriptors (its QMP or qtest
+     * socket among them): never adopted, never closed.  QEMU answers on
+     * both sockets afterwards.
+     */
+    for (int fd = 0; fd < 64; fd++) {
+        g_autofree char *num = g_strdup_printf("%d", fd);
+        QDict *r = qtest_qmp(c.t.qts, "{'execute': 'qom-set', 'arguments': {"
+                             "'path': '/machine/peripheral/rnic0', "
+                             "'property': 'handoff-fd', 'value': %s}}", num);
+
+        g_assert_true(qdict_haskey(r, "error"));
+        qobject_unref(r);
+    }
+    g_assert_cmphex(rnic_rd(&c.t, RNIC_REG_SCRATCH), ==, 0);
     close(outside);
     close(lfd);
     rnic_test_stop(&c.t);
@@ -559,6 +619,14 @@ static bool closed_within(int fd, int secs)
         n = read(fd, b, sizeof(b));
     } while (n > 0);
     return n == 0 || errno == ECONNRESET;
+}
+
+/* No FIN or reset from the device within @ms: still waiting its turn. */
+static bool open_after(int fd, int ms)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+    return poll(&pfd, 1, ms) == 0;
 }
 
 static uint16_t cm_connect_status(CmTest *c, uint16_t port)
@@ -635,9 +703,9 @@ static void test_mpa_timeout(void)
 }
 
 /*
- * LISTEN's backlog bounds the requests the guest has not answered: a
- * flood of MPA Requests is reset beyond it instead of filling the event
- * ring.
+ * LISTEN's backlog bounds the requests the guest has not answered: beyond
+ * it a flood of MPA Requests waits in the host's accept queue (no event,
+ * no reset), and comes in as the guest answers.
  */
 static void test_listen_backlog(void)
 {
@@ -656,31 +724,33 @@ static void test_listen_backlog(void)
     port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
     for (int i = 0; i < 5; i++) {
         fds[i] = rnic_tcp_connect(port, 0);
-        /* beyond the backlog the device may have reset it already */
-        if (send(fds[i], frame, len, MSG_NOSIGNAL) != len) {
-            g_assert_cmpint(i, >=, 2);
-        }
+        g_assert_cmpint(send(fds[i], frame, len, MSG_NOSIGNAL), ==, len);
         /* one at a time, so the device takes them in this order */
         if (i < 2) {
             rnic_wait_event(&c.t, &ev);
             g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
             first = first ?: ev.id;
-        } else {
-            g_assert_true(closed_within(fds[i], 10));
         }
+    }
+    for (int i = 2; i < 5; i++) {
+        g_assert_true(open_after(fds[i], 100));
     }
     rnic_settle(&c.t);
     g_assert_false(rnic_next_event(&c.t, &ev));
-    /* Answering one makes room for the next. */
+    /* Answering one lets the next in. */
     cm_accept(&c, fds[0], first);
-    close(fds[2]);
-    fds[2] = rnic_tcp_connect(port, 0);
-    cm_request(&c, fds[2], "");
-    /* UNLISTEN resets the connections still waiting for an answer. */
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    g_assert_true(open_after(fds[3], 100));
+    /*
+     * UNLISTEN resets the connections still waiting for an answer, and
+     * the host those in its accept queue.
+     */
     l.listener_id = ((struct rnic_cmd_listen *)cmd.u.raw)->listener_id;
     rnic_cmd_ok(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
-    g_assert_true(closed_within(fds[1], 10));
-    g_assert_true(closed_within(fds[2], 10));
+    for (int i = 1; i < 5; i++) {
+        g_assert_true(closed_within(fds[i], 10));
+    }
     for (int i = 0; i < 5; i++) {
         close(fds[i]);
     }
@@ -805,7 +875,7 @@ static void test_accept_emfile(void)
 /*
  * A flood of MPA Requests over two listeners while the guest reads no
  * events: requests never take more than half the event ring (8 entries
- * here), so the event that follows them still fits.
+ * here, 2 for each listener), so the event that follows them still fits.
  */
 static void test_request_flood_keeps_events(void)
 {
@@ -827,14 +897,12 @@ static void test_request_flood_keeps_events(void)
     }
     for (int i = 0; i < 8; i++) {
         fds[i] = rnic_tcp_connect(ports[i % 2], 0);
-        if (send(fds[i], frame, len, MSG_NOSIGNAL) != len) {
-            g_assert_cmpint(i, >=, 4);
-        }
-        if (i < 4) {
-            g_usleep(100 * 1000);   /* taken in this order */
-        } else {
-            g_assert_true(closed_within(fds[i], 10));
-        }
+        g_assert_cmpint(send(fds[i], frame, len, MSG_NOSIGNAL), ==, len);
+        g_usleep(100 * 1000);   /* taken in this order */
+    }
+    /* Beyond each listener's share they wait in the host's queue. */
+    for (int i = 4; i < 8; i++) {
+        g_assert_true(open_after(fds[i], 10));
     }
     /* An event of another kind: a CONNECT the host refuses. */
     g_assert_cmphex(cm_connect_status(&c, closed_port), ==, RNIC_CMD_OK);
@@ -859,6 +927,181 @@ static void test_request_flood_keeps_events(void)
     rnic_test_stop(&c.t);
 }
 
+/* Connections in the state dump of device "d". */
+static int cm_conns(CmTest *c)
+{
+    QDict *r = qtest_qmp(c->t.qts, "{'execute': 'qom-get', 'arguments': {"
+                         "'path': '/machine/peripheral/d', "
+                         "'property': 'state'}}");
+    int n = qlist_size(qdict_get_qlist(qdict_get_qdict(r, "return"),
+                                       "connections"));
+
+    qobject_unref(r);
+    return n;
+}
+
+static uint32_t cm_listen_backlog(CmTest *c, uint32_t backlog,
+                                  uint16_t *port)
+{
+    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = backlog };
+    struct rnic_cmd cmd = rnic_cmd_ok(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    struct rnic_cmd_listen *out = (void *)cmd.u.raw;
+
+    *port = le16_to_cpu(out->local.port);
+    return le32_to_cpu(out->listener_id);
+}
+
+/*
+ * Silent peers of one listener (they connect and never send their MPA
+ * Request) take that listener's share of the event ring's room, not
+ * another's: a peer of the second listener still gets through, and the
+ * silent ones beyond the share wait in the host's queue, not reset.
+ */
+static void test_listener_share(void)
+{
+    enum { SILENT = 6 };
+    uint16_t port_a, port_b;
+    uint32_t id_b;
+    struct rnic_event ev;
+    int fds[SILENT], fd;
+    CmTest c;
+
+    cm_start(&c, ",id=d");
+    cm_listen_backlog(&c, 64, &port_a);
+    id_b = cm_listen_backlog(&c, 64, &port_b);
+    for (int i = 0; i < SILENT; i++) {
+        fds[i] = rnic_tcp_connect(port_a, 0);
+    }
+    /* 2 of them taken (half of 8 events, over 2 listeners); let it settle */
+    for (int i = 0; i < 500 && cm_conns(&c) < 2; i++) {
+        g_usleep(1000);
+    }
+    g_usleep(100 * 1000);
+    fd = rnic_tcp_connect(port_b, 0);
+    ev = cm_request(&c, fd, "b");
+    g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, id_b);
+    for (int i = 0; i < SILENT; i++) {
+        g_assert_true(open_after(fds[i], 10));
+        close(fds[i]);
+    }
+    close(fd);
+    rnic_test_stop(&c.t);
+}
+
+/*
+ * A burst of connections far beyond the room for unanswered requests (4
+ * here) is held, not reset: every peer gets the guest's answer, here an
+ * MPA Reject, as rdma_cm's listeners answer a burst one by one.
+ */
+static void test_burst_held(void)
+{
+    enum { PEERS = 40 };
+    uint8_t frame[64], hdr[MPA_HDR], pd[512];
+    size_t len = mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1, "");
+    uint16_t port;
+    int fds[PEERS];
+    CmTest c;
+
+    cm_start(&c, NULL);
+    cm_listen_backlog(&c, 128, &port);
+    for (int i = 0; i < PEERS; i++) {
+        fds[i] = rnic_tcp_connect(port, 0);
+        g_assert_cmpint(send(fds[i], frame, len, MSG_NOSIGNAL), ==, len);
+    }
+    for (int i = 0; i < PEERS; i++) {
+        struct rnic_cmd_connect r = { 0 };
+        struct rnic_event ev;
+
+        rnic_wait_event(&c.t, &ev);
+        g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+        r.conn_id = ev.id;
+        rnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
+    }
+    for (int i = 0; i < PEERS; i++) {
+        mpa_read(fds[i], MPA_REP_KEY, hdr, pd);
+        g_assert_cmphex(hdr[16] & MPA_FLAG_R, ==, MPA_FLAG_R);
+        close(fds[i]);
+    }
+    g_assert_cmphex(rnic_rd(&c.t, RNIC_REG_STATUS) & RNIC_STATUS_EQ_OVERFLOW,
+                    ==, 0);
+    rnic_test_stop(&c.t);
+}
+
+/*
+ * CONNECTs the host never makes (a local address outside listen-allow)
+ * still take and free a connection: @n of them, 15 per doorbell.
+ */
+static void cm_burn_conn_ids(CmTest *c, uint32_t qpn, uint16_t port,
+                             uint32_t n)
+{
+    struct rnic_sockaddr local = loopback(0);
+    uint64_t laddr = guest_alloc(c->t.alloc, sizeof(local));
+    struct rnic_cmd_connect k = {
+        .qpn = cpu_to_le32(qpn),
+        .peer = loopback(port),
+        .local_addr = cpu_to_le64(laddr),
+    };
+    uint32_t batch = (1u << RNIC_TEST_CMDQ_LOG) - 1;
+
+    local.addr[3] = 2;      /* 127.0.0.2: not in listen-allow */
+    qtest_memwrite(c->t.qts, laddr, &local, sizeof(local));
+    g_assert_cmphex(rnic_cmd_status(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+                    ==, RNIC_CMD_ERR_DENIED);
+    for (uint32_t done = 1; done < n; done += batch) {
+        uint32_t m = MIN(batch, n - done);
+
+        for (uint32_t i = 0; i < m; i++) {
+            rnic_cmd_queue(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+        }
+        rnic_wr(&c->t, RNIC_REG_CMDQ_PROD, c->t.cmd_prod);
+        while (rnic_rd(&c->t, RNIC_REG_CMDQ_CONS) != c->t.cmd_prod) {
+            qtest_clock_step(c->t.qts, 1000);
+        }
+    }
+}
+
+/*
+ * Connection ids do not come back after 2^15 connections (a 15-bit
+ * generation once did), and never equal a QP number: a guest acting on an
+ * id it read late reaches that connection or none.
+ */
+static void test_conn_ids_not_reused(void)
+{
+    uint32_t qpn, first, again;
+    struct rnic_event ev;
+    uint16_t port;
+    CmTest c;
+    int lfd, fd;
+
+    cm_start(&c, NULL);
+    lfd = rnic_tcp_listen(&port);
+    qpn = cm_create_qp(&c);
+    first = cm_connect_id(&c, qpn, port, lfd, &fd);
+    close(fd);              /* the connection fails: CONN_ERROR, freed */
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ERROR);
+    g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
+    cm_burn_conn_ids(&c, qpn, port, 32767);
+    again = cm_connect_id(&c, qpn, port, lfd, &fd);
+    g_assert_cmphex(first, >=, RNIC_CONN_ID_MIN);
+    g_assert_cmphex(again, >=, RNIC_CONN_ID_MIN);
+    g_assert_cmphex(again, !=, first);
+    /* The old id reaches nothing. */
+    {
+        struct rnic_cmd_query_conn q = {
+            .conn_id = cpu_to_le32(first),
+            .info_addr = cpu_to_le64(guest_alloc(c.t.alloc,
+                                                 RNIC_CONN_INFO_SIZE)),
+        };
+
+        g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_QUERY_CONN, &q,
+                                        sizeof(q)), ==, RNIC_CMD_ERR_HANDLE);
+    }
+    close(fd);
+    close(lfd);
+    rnic_test_stop(&c.t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -867,6 +1110,7 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/cm/passive-reject", test_passive_reject);
     rnic_test_add_both("/rnic/cm/passive-garbage", test_passive_garbage);
     rnic_test_add_both("/rnic/cm/active-connect", test_active_connect);
+    rnic_test_add_both("/rnic/cm/query-before-mpa", test_query_before_mpa);
     rnic_test_add_both("/rnic/cm/active-rejected-denied",
                        test_active_rejected_and_denied);
     rnic_test_add_both("/rnic/cm/active-local-bind", test_active_local_bind);
@@ -881,5 +1125,8 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/cm/accept-emfile", test_accept_emfile);
     rnic_test_add_both("/rnic/cm/request-flood-keeps-events",
                        test_request_flood_keeps_events);
+    rnic_test_add_both("/rnic/cm/listener-share", test_listener_share);
+    rnic_test_add_both("/rnic/cm/burst-held", test_burst_held);
+    qtest_add_func("/rnic/cm/conn-ids-not-reused", test_conn_ids_not_reused);
     return g_test_run();
 }

@@ -247,6 +247,103 @@ static void test_wq_yields(void)
     rnic_test_stop(&t);
 }
 
+/* The largest "octets sent" of the device's rnic_wq_run traces in @log. */
+static uint64_t max_wq_run_tx(const char *log, uint64_t *total)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    uint64_t most = 0;
+
+    g_assert_true(g_file_get_contents(log, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    *total = 0;
+    for (char **l = lines; *l; l++) {
+        const char *p = strstr(*l, "rnic_wq_run ");
+        unsigned qps, wqes;
+        uint64_t tx;
+
+        if (p && sscanf(p, "rnic_wq_run %u QPs served, %u WQEs taken, %"
+                        SCNu64, &qps, &wqes, &tx) == 3) {
+            most = MAX(most, tx);
+            *total += tx;
+        }
+    }
+    return most;
+}
+
+/*
+ * One run of the work-queue bottom half sends at most 2 MiB however many
+ * QPs the guest rings: here one MMIO write rings 8 QPs' doorbell pages at
+ * once, each with a 1 MiB Write to a peer that does not read yet.  Before,
+ * each QP sent its own 1 MiB in the same run.
+ */
+static void test_wq_run_tx_bound(void)
+{
+    enum { NQP = 8, LEN = 1 << 20, PAGE = RNIC_UDB_PAGE_SIZE };
+    g_autofree char *log = g_strdup_printf("%s/rnic-wq-run-%d.log",
+                                           g_get_tmp_dir(), getpid());
+    g_autofree char *extra = g_strdup_printf(
+        ",udb-pages=%d,listen-allow=127.0.0.1 -trace rnic_wq_run -D %s",
+        NQP, log);
+    g_autofree uint8_t *pages = g_malloc0((NQP - 1) * PAGE + 4);
+    struct rnic_cmd_listen l = { .local = { .family = RNIC_AF_INET,
+                                            .addr = { 127, 0, 0, 1 } },
+                                 .backlog = NQP };
+    RnicTestQp qp[NQP];
+    uint32_t pdn, cqn, stag;
+    uint64_t cq_ring, buf, most, total;
+    struct rnic_cmd cmd;
+    uint16_t port;
+    int fds[NQP];
+    RnicTest t;
+
+    rnic_test_start(&t, extra);
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    cqn = rnic_create_cq(&t, 5, 1, &cq_ring);
+    buf = guest_alloc(t.alloc, LEN);
+    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, LEN, RNIC_ACC_LOCAL_WRITE, 1,
+                                &stag), ==, RNIC_CMD_OK);
+    cmd = rnic_cmd_ok(&t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
+    for (int i = 0; i < NQP; i++) {
+        struct rnic_sq_wqe w = {
+            .wr_id = cpu_to_le64(i),
+            .opcode = RNIC_WQE_WRITE,
+            .num_sge = 1,
+            .remote_stag = cpu_to_le32(0x100),
+            .sge[0] = {
+                .addr = cpu_to_le64(RNIC_TEST_MR_IOVA),
+                .length = cpu_to_le32(LEN),
+                .stag = cpu_to_le32(stag),
+            },
+        };
+
+        t.udb = i + 1;
+        g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp[i]), ==,
+                        RNIC_CMD_OK);
+        fds[i] = rnic_tcp_connect(port, 0);
+        rnic_raw_peer_accept(&t, fds[i], qp[i].qpn, false, false);
+        qtest_memwrite(t.qts, qp[i].sq, &w, sizeof(w));
+        stl_le_p(pages + i * PAGE, RNIC_DB_VALUE(qp[i].qpn, 1));
+    }
+    /* Every doorbell in one write: page i's DB_SQ rings QP i. */
+    rnic_udb_rd(&t, 0, RNIC_REG_DB_SQ);         /* maps BAR 4 */
+    qtest_memwrite(t.qts, t.udb_bar.addr + RNIC_REG_DB_SQ, pages,
+                   (NQP - 1) * PAGE + 4);
+    rnic_settle(&t);
+    rnic_test_stop(&t);
+    most = max_wq_run_tx(log, &total);
+    g_test_message("largest run sent %" PRIu64 " octets; all runs %" PRIu64,
+                   most, total);
+    g_assert_cmpuint(total, >=, 2 * LEN);
+    g_assert_cmpuint(most, <=, 2 * LEN + 64 * 1024);  /* + one FPDU */
+    unlink(log);
+    for (int i = 0; i < NQP; i++) {
+        close(fds[i]);
+    }
+}
+
 /*
  * The private-data limit QUERY_DEVICE reports is the one CONNECT honours:
  * exactly max_pdata octets go, one more is refused.
@@ -326,6 +423,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/limits/realize-ranges", test_realize_ranges);
     qtest_add_func("/rnic/limits/cmdq-yields", test_cmdq_yields);
     qtest_add_func("/rnic/limits/wq-yields", test_wq_yields);
+    qtest_add_func("/rnic/limits/wq-run-tx-bound", test_wq_run_tx_bound);
     qtest_add_func("/rnic/limits/pdata", test_pdata_limit);
     qtest_add_func("/rnic/limits/max-qps-accepts", test_max_qps_accepts);
     return g_test_run();
