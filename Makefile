@@ -111,8 +111,8 @@ qemu-san: need-configure
 	$(call link-firmware,$(QEMU_SAN_BUILD))
 
 check:
-	@bash scripts/check-all.sh check-unit check-unit-san check-qtest \
-	    check-qtest-san check-capture fuzz-smoke check-soak check-e2e
+	@bash scripts/check-all.sh check-allow check-unit check-unit-san \
+	    check-qtest check-qtest-san check-capture fuzz-smoke check-soak check-e2e
 
 # The unit tests again under AddressSanitizer and UBSan.
 check-unit-san:

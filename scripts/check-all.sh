@@ -62,14 +62,15 @@ run_part() {    # run_part TARGET COUNTER
 for part in "$@"; do
     case $part in
     check-unit*) run_part "$part" count_check ;;
-    check-e2e | check-capture | fuzz-smoke | check-soak) run_part "$part" count_plain ;;
+    check-e2e | check-capture | fuzz-smoke | check-soak | check-allow)
+        run_part "$part" count_plain ;;
     *) run_part "$part" count_meson ;;
     esac
 done
 # CI shows the end of this output: repeat what failed there, briefly.
 if [ ${#failed_logs[@]} -gt 0 ]; then
     echo "check: what failed (whole logs: ${failed_logs[*]}):"
-    grep -h -E '^  [^ ]+\| |E2E-FAIL|E2E-RESULT FAIL|timed out|no E2E-DONE|^FAIL| FAIL +[0-9.]+s| TIMEOUT +[0-9.]+s|[0-9]+:[EF]:' \
+    grep -h -E '^  [^ ]+\| |E2E-FAIL|E2E-RESULT FAIL|timed out|no E2E-DONE|^FAIL| FAIL +[0-9.]+s| TIMEOUT +[0-9.]+s|[0-9]+:[EF]:|names no port' \
         "${failed_logs[@]}" | tail -n 40
 fi
 echo "check: $passed passed, $failed failed"

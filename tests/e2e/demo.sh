@@ -27,8 +27,9 @@ loads rnic.ko, which brings the device up and offers /dev/rnic0; user
 space (rnic-tool) creates a PD, CQs and a QP, registers its own memory,
 and the devices carry iWARP (MPA/DDP/RDMAP) over a TCP connection that
 QEMU makes on the host's loopback.  A device reaches only what it is told:
-the server's may listen on 127.0.0.1 (listen-allow), the client's may
-connect to the server's port only (peer-allow=127.0.0.1:PORT).
+the server's may listen on two ports of 127.0.0.1
+(listen-allow=127.0.0.1:PORT-PORT+1), the client's may connect to the
+server's port only (peer-allow=127.0.0.1:PORT).
 
 TXT
 echo "Server guest:"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # NFS over RDMA between two rnic guests (make e2e): the kernel's nfsd with
-# an RDMA listener (rpc.nfsd --rdma, port 20049), NFSv4 only, so neither
+# an RDMA listener (rpc.nfsd --rdma on NFS over RDMA's port, 20049, which
+# the devices allow besides the scenario's own), NFSv4 only, so neither
 # rpcbind nor statd is needed (rpc.mountd answers the export upcalls);
 # the client mounts with proto=rdma (mount.nfs from nfs-common), writes a
 # file of random data, unmounts, mounts again, reads it back and compares.
@@ -20,6 +21,7 @@ role=$(e2e_arg role)
 me=$(e2e_arg ip)
 peer=$(e2e_arg peer)
 port=$(e2e_arg port)
+nfsport=$(e2e_arg nfsport)
 
 e2e_rnic_up "$me" || exit
 mkdir -p /var/lib/nfs/v4recovery /var/lib/nfs/rpc_pipefs /run /mnt
@@ -35,12 +37,12 @@ nfs_server() {
     # The client's first OPEN waits out the grace period: keep it short.
     echo 10 >/proc/fs/nfsd/nfsv4leasetime
     echo 10 >/proc/fs/nfsd/nfsv4gracetime
-    rpc.nfsd -N 3 --no-udp --rdma=20049 4 || return 1
+    rpc.nfsd -N 3 --no-udp --rdma="$nfsport" 4 || return 1
     cat /proc/fs/nfsd/portlist
 }
 
 nfs_mount() {
-    mount.nfs "$peer:/" /mnt -o vers=4.2,proto=rdma,port=20049
+    mount.nfs "$peer:/" /mnt -o "vers=4.2,proto=rdma,port=$nfsport"
 }
 
 nfs_io() {
@@ -67,12 +69,15 @@ dmesg | grep -iE 'nfs|rpcrdma|svcrdma' | tail -n 20
 e2e_rnic_unload_clean
 GUEST
 
-e2e_rnic_pair
-port=$(e2e_free_port)
+nfsport=20049
+e2e_rnic_pair "$nfsport"
+args="e2e.port=$port e2e.nfsport=$nfsport"
+# shellcheck disable=SC2086
 e2e_guest_start "$name-server" "$initrd" \
-    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 e2e.port=$port" $rnic_io -device "$dev"
+    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io -device "$dev"
+# shellcheck disable=SC2086
 e2e_guest_start "$name-client" "$initrd" \
-    "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 e2e.port=$port" $rnic_io -device "$dev"
+    "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args" $rnic_io -device "$dev"
 rc=0
 e2e_guest_wait "$name-client" || rc=1
 e2e_guest_wait "$name-server" || rc=1

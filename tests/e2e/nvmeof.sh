@@ -91,16 +91,20 @@ guest() {
 run_mode() {
     local m=$1 rc=0 p tgt host fwd sock fig
     local nic=virtio-net-pci,netdev=n0,romfile=
-    p=$(e2e_free_ports 2)
+    # The NVMe port P and P+1 (the host's "done" rping): the first two of
+    # the rnic pair's block (e2e_rnic_pair), or two free ports that an
+    # rnic facing siw allows and nothing else.
+    case $m in
+    loop | rnic | fault) e2e_rnic_pair; p=$port ;;
+    *) p=$(e2e_free_ports 2) ;;
+    esac
     tgt=nvmeof-$m-target host=nvmeof-$m-host
     case $m in
     loop)
-        e2e_rnic_pair
         guest "nvmeof-$m" rnic "role=both ip=$net.1/24 peer=$net.1 port=$p" \
             $rnic_io -device "$dev"
         e2e_guest_wait "nvmeof-$m" || rc=1 ;;
     rnic | fault)
-        e2e_rnic_pair
         guest "$tgt" rnic "role=target ip=$net.1/24 peer=$net.1 port=$p" \
             $rnic_io -device "$dev"
         if [ "$m" = fault ]; then
@@ -119,12 +123,12 @@ run_mode() {
         # slirp accepts before the guest listens: wait for the target.
         e2e_wait_marker "$tgt" NVMET-READY
         guest "$host" rnic "role=host ip=10.0.0.1/16 peer=10.0.2.15 port=$p" \
-            -device "rnic,id=rnic0,peer-allow=127.0.2.15"
+            -device "rnic,id=rnic0,peer-allow=127.0.2.15:$p-$((p + 1))"
         ;;
     siw-rnic)
         # siw host: 10.0.2.2 (slirp) -> 127.0.0.1 -> addr-map 10.0.0.1.
         guest "$tgt" rnic "role=target ip=10.0.0.1/16 port=$p" \
-            -device "rnic,id=rnic0,listen-allow=127.0.0.1"
+            -device "rnic,id=rnic0,listen-allow=127.0.0.1:$p-$((p + 1))"
         e2e_wait_marker "$tgt" NVMET-READY
         guest "$host" siw "role=host ip=10.0.2.15/24 peer=10.0.2.2 port=$p" \
             -netdev user,id=n0 -device "$nic" ;;

@@ -132,7 +132,6 @@ e2e_rnic_unload_clean
 GUEST
 
 e2e_rnic_pair
-port=$(e2e_free_port)
 args="e2e.port=$port"
 # 32 MiB: far more than the killed rping moves in 3 s, far less than the
 # 130 MB of the last rping.

@@ -84,9 +84,14 @@ e2e_perf_served 10.0.0.1 $((pb + 1))
 e2e_check unload rmmod rnic
 GUEST
 
-# Each side's ports: P for rping, P+1... for perftest and its end.
-pa=$(e2e_free_ports $((${#progs[@]} + 2)))
-pb=$(e2e_free_ports $((${#progs[@]} + 2)))
+# Each side's ports: P for rping, P+1... for perftest and its end; the
+# rnic may connect to the siw guest's (pa on) and listen on its own (pb
+# on), and nothing else.
+nports=$((${#progs[@]} + 2))
+pa=$(e2e_free_ports "$nports")
+pb=$(e2e_free_ports "$nports")
+allow="peer-allow=127.0.2.15:$pa-$((pa + nports - 1))"
+allow="$allow,listen-allow=127.0.0.1:$pb-$((pb + nports - 1))"
 args="e2e.porta=$pa e2e.portb=$pb e2e.perf=$perf"
 fwd="hostfwd=tcp:127.0.2.15:$pa-10.0.2.15:$pa"
 for i in $(seq $((${#progs[@]} + 1))); do
@@ -98,7 +103,7 @@ e2e_guest_start "$name-peer" "$siw_initrd" "$args" \
 e2e_wait_marker "$name-peer" SIW-READY
 # shellcheck disable=SC2086
 e2e_guest_start "$name" "$rnic_initrd" "$args" \
-    -device "rnic,id=rnic0,peer-allow=127.0.2.15,listen-allow=127.0.0.1${E2E_RNIC_OPTS:-}" \
+    -device "rnic,id=rnic0,$allow${E2E_RNIC_OPTS:-}" \
     -trace rnic_conn_rts ${E2E_RNIC_QEMU_ARGS:-}
 
 rc=0

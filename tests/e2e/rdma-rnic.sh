@@ -23,7 +23,8 @@ e2e_prep
 e2e_librnic_build
 
 progs=(/usr/bin/rping /usr/bin/ibv_devices /usr/bin/ibv_devinfo
-    /usr/bin/ucmatose /usr/bin/rdma_server /usr/bin/rdma_client)
+    /usr/bin/ucmatose /usr/bin/rdma_server /usr/bin/rdma_client
+    /usr/bin/cmtime)
 for p in ${perf//,/ }; do progs+=("/usr/bin/${p%%:*}"); done
 initrd=$E2E_OUT/$name.cpio.gz
 e2e_rnic_verbs_initramfs "$initrd" "${progs[@]}" <<'GUEST'
@@ -50,8 +51,12 @@ e2e_check verbs-abi-check-nodirect sh -c 'RNIC_DIRECT=0 verbs-abi-check'
 
 # Ports: rping on PORT, ucmatose, rdma_server and verbs-wr-check on
 # PORT+10, +11 and +12, verbs-event-check on +13 (direct mode) and +14
-# (RNIC_DIRECT=0), perftest from PORT+1 up.
+# (RNIC_DIRECT=0), cmtime on +15, perftest from PORT+1 up.
 if [ "$role" = server ]; then
+    # cmtime's server never ends by itself: it answers in the background
+    # (the client checks that every connect went through).
+    cmtime -b "$me" -p $((port + 15)) -c 100 >/tmp/cmtime-server.out 2>&1 &
+    cmtime_pid=$!
     e2e_check rping-server timeout 120 rping -s -a "$me" -p "$port" -C 10 -v
     e2e_check ucmatose-server timeout 120 ucmatose -b "$me" -p $((port + 10))
     e2e_check rdma_server timeout 120 rdma_server -s "$me" -p $((port + 11))
@@ -61,6 +66,7 @@ if [ "$role" = server ]; then
     e2e_check verbs-event-server-nodirect timeout 120 \
         verbs-event-check -s "$me" $((port + 14))
     e2e_perf_all server "$me" $((port + 1))
+    kill "$cmtime_pid" 2>/dev/null
 else
     e2e_retry rping-client 60 timeout 30 rping -c -a "$peer" -p "$port" -C 10 -v -V
     n=$(grep -c 'ping data: rdma-ping-' /tmp/rping-client.out)
@@ -76,14 +82,30 @@ else
         verbs-event-check -c "$peer" $((port + 13))
     e2e_retry verbs-event-client-nodirect 60 timeout 30 \
         sh -c "RNIC_DIRECT=0 verbs-event-check -c $peer $((port + 14))"
+    # A burst of 100 connects: every one is held until the server's
+    # rdma_cm answers it (a device that reset the burst's tail gave
+    # REJECTED, -104).  Retried only while the server is not listening.
+    for i in $(seq 60); do
+        timeout 180 cmtime -s "$peer" -p $((port + 15)) -c 100 \
+            >/tmp/cmtime.out 2>&1 && break
+        grep -q -- '-104' /tmp/cmtime.out && break
+        sleep 1
+    done
+    cat /tmp/cmtime.out
+    e2e_check cmtime-100 sh -c "! grep -qiE 'error|reject' /tmp/cmtime.out &&
+        grep -qi connect /tmp/cmtime.out"
     e2e_perf_all client "$peer" $((port + 1))
 fi
 
 e2e_rnic_unload_clean
 GUEST
 
+# The devices allow E2E_RNIC_PORTS ports from PORT and no others
+# (e2e_rnic_pair); perftest takes PORT+1 to PORT+n+1.
+n=$(tr ',' '\n' <<<"$perf" | wc -l)
+[ $((n + 2)) -le "$E2E_RNIC_PORTS" ] ||
+    e2e_die "E2E_PERF: $n programs, more than the $((E2E_RNIC_PORTS - 2)) that fit"
 e2e_rnic_pair
-port=$(e2e_free_port)
 args="e2e.port=$port e2e.perf=$perf${E2E_PERF_DUR:+ e2e.dur=$E2E_PERF_DUR}"
 args="$args${E2E_RNIC_DIRECT:+ e2e.direct=$E2E_RNIC_DIRECT}"
 # shellcheck disable=SC2086

@@ -29,7 +29,7 @@ if [ "$role" = server ]; then
     # Hot removal with the file open: a server holding a PD, MRs, CQs, a
     # QP and a listener sleeps in GET_EVENT; removing the PCI function
     # must release everything and wake it with ENODEV.
-    rnic-tool server -a 127.0.0.1 -p 0 >/tmp/unplug.out 2>&1 &
+    rnic-tool server -a 127.0.0.1 -p $((port + 1)) >/tmp/unplug.out 2>&1 &
     pid=$!
     sleep 2
     dev=$(basename "$(readlink -f /sys/class/misc/rnic0/device)")
@@ -57,20 +57,21 @@ else
 fi
 GUEST
 
-# E2E_PORT: a fixed port (e.g. to capture it); E2E_SERVER_QEMU_ARGS: more
-# QEMU options for the server guest (-trace, -qmp, ...).
-port=${E2E_PORT:-$(e2e_free_port)}
+# E2E_PORT: a fixed port (e.g. to capture it; the next one is used too);
+# E2E_SERVER_QEMU_ARGS: more QEMU options for the server guest (-trace,
+# -qmp, ...).
+port=${E2E_PORT:-$(e2e_free_ports 2)}
 # E2E_IOTHREAD=1: each guest's rnic on its own IOThread (iothread=).
 io_obj='' io_opt=''
 if [ "${E2E_IOTHREAD:-}" = 1 ]; then
     io_obj="-object iothread,id=rnicio" io_opt=",iothread=rnicio"
 fi
 # shellcheck disable=SC2086
-# The device reaches only what it is told: the server may listen on
-# loopback (any port: the hot-removal listener takes port 0), the client
-# may connect to the server's port only.
+# The device reaches only what it is told: the server may listen on its
+# two ports of loopback (the hot-removal listener takes the second), the
+# client may connect to the server's first port only.
 e2e_guest_start "$name-server" "$initrd" "e2e.role=server e2e.port=$port" \
-    $io_obj -device "rnic,id=rnic0,listen-allow=127.0.0.1$io_opt${E2E_RNIC_OPTS:-}$(e2e_capture "$name-server")" \
+    $io_obj -device "rnic,id=rnic0,listen-allow=127.0.0.1:$port-$((port + 1))$io_opt${E2E_RNIC_OPTS:-}$(e2e_capture "$name-server")" \
     ${E2E_SERVER_QEMU_ARGS:-}
 # shellcheck disable=SC2086
 e2e_guest_start "$name-client" "$initrd" "e2e.role=client e2e.port=$port" \

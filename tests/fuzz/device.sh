@@ -9,9 +9,15 @@
 set -u
 build=$1
 shift
-# LISTEN and CONNECT stay on an address nothing else on the host uses, so
-# fuzzing never reaches a real service (or another test's socket).
+# LISTEN and CONNECT stay on an address no service or other test binds on
+# its own; a host service bound to every address (0.0.0.0) is reached on
+# its port even so, with the fuzzer's bytes as private data.  Every port
+# is allowed all the same: the corpus was grown with every port allowed,
+# and its LISTENs and CONNECTs name whatever port their bytes hold (port 0
+# included, which only a rule without a port allows); naming ports would
+# turn them into ERR_DENIED and leave the socket paths unfuzzed.
 addr=127.255.255.254
+# allow-any-port: coverage of the socket paths (above); an address of its own
 export QEMU_FUZZ_ARGS="-M q35 -nodefaults -device rnic,listen-allow=$addr,peer-allow=$addr"
 # The device's memory regions: rnic-regs (BAR 0), rnic-udb (BAR 4, the
 # doorbell pages) and its MSI-X BAR.

@@ -297,6 +297,11 @@ static void test_wq_run_tx_bound(void)
     int fds[NQP];
     RnicTest t;
 
+    if (getenv("RNIC_QTEST_CAPTURE")) {
+        /* its -device options would follow this test's -D */
+        g_test_skip("reads its own trace log; the capture run adds to it");
+        return;
+    }
     rnic_test_start(&t, extra);
     rnic_test_enable(&t);
     pdn = rnic_create_pd(&t);

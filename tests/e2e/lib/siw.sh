@@ -64,16 +64,30 @@ e2e_rnic_verbs_initramfs() {
         ${args[@]+"${args[@]}"}
 }
 
-# Two rnic guests' addresses and device: net.1 and net.2, guest addresses
-# 10.a.b.x that the default addr-map takes to the host's 127.a.b.x (a
-# random a.b keeps concurrent runs on one host apart), and a -device rnic
-# allowing both endpoints and nothing else (default deny).  Sets net, dev
-# and rnic_io, which goes (unquoted) before every -device "$dev": with
-# E2E_IOTHREAD=1 the IOThread object the device runs on (iothread=), with
-# E2E_IOTHREAD_OPTS appended to it (",poll-max-ns=N", say).
+# Two rnic guests' addresses, ports and device: net.1 and net.2, guest
+# addresses 10.a.b.x that the default addr-map takes to the host's
+# 127.a.b.x (a random a.b keeps concurrent runs on one host apart); port,
+# the first of E2E_RNIC_PORTS consecutive free ports, the only ones the
+# guests listen and connect on (a scenario's offsets from PORT stay below
+# E2E_RNIC_PORTS; rdma-rnic.sh's go highest); and a -device rnic allowing
+# those ports of both endpoints and nothing else (default deny), and each
+# PORT argument too (nfsd's 20049).
+# A rule without a port would let a guest send the private data of its
+# MPA Requests to every service on the host's loopback (docs/spec.md,
+# "Addresses").  Sets net, port, dev and rnic_io, which goes (unquoted)
+# before every -device "$dev": with E2E_IOTHREAD=1 the IOThread object
+# the device runs on (iothread=), with E2E_IOTHREAD_OPTS appended to it
+# (",poll-max-ns=N", say).
+E2E_RNIC_PORTS=16
 e2e_rnic_pair() {
+    local hosts ports p
     net=10.$((RANDOM % 200 + 50)).$((RANDOM % 250 + 1))
-    dev="rnic,id=rnic0,listen-allow=127${net#10}.0/24,peer-allow=127${net#10}.0/24"
+    port=$(e2e_free_ports "$E2E_RNIC_PORTS")
+    hosts=127${net#10}.0/24
+    # In -device, the comma between two rules is written twice.
+    ports=$port-$((port + E2E_RNIC_PORTS - 1))
+    for p; do ports+=",,$hosts:$p"; done
+    dev="rnic,id=rnic0,listen-allow=$hosts:$ports,peer-allow=$hosts:$ports"
     rnic_io=""
     if [ "${E2E_IOTHREAD:-}" = 1 ]; then
         rnic_io="-object iothread,id=rnicio${E2E_IOTHREAD_OPTS:-}"
