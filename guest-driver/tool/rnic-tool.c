@@ -1230,15 +1230,6 @@ static int rping_client(struct rping *r, const char *addr, int port)
 
 	rping_setup(r);
 	ep_connect(&r->e, addr, port, NULL, 1, 1);
-	/*
-	 * Linux siw as responder sends its MPA Reply before it hooks the
-	 * socket's data-ready callback to the QP (siw_accept()); an FPDU that
-	 * comes in between is left unread in its socket until more data
-	 * arrives, and rping's server then waits for it for ever.  rdma-core's
-	 * rping client is slow enough never to hit that window; we are not
-	 * (our first Send went out 0.9 ms after the Reply, docs/driver-guide.md).
-	 */
-	usleep(500 * 1000);
 	for (ping = 0; !r->count || ping < r->count; ping++) {
 		rping_fill((char *)r->start.p, r->size, ping, &start);
 		rping_send_info(r, &r->start);		/* read my source */

@@ -207,8 +207,7 @@ static void rnic_conn_wait_dp(RnicConn *c, RnicVerdict v)
                                                c);
         }
         if (!timer_pending(c->delay_timer)) {
-            timer_mod(c->delay_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
-                      c->s->fault_delay_ms);
+            timer_mod(c->delay_timer, rnic_dp_delay_end(c));
         }
     }
     if (c->state == RNIC_CONN_DRAINING || c->state == RNIC_CONN_FIN_WAIT) {

@@ -125,6 +125,10 @@ bool rnic_dp_start(RnicConn *c)
     if (!c->ep) {
         return false;
     }
+    if (c->initiator && s->siw_hold_ms) {
+        c->hold_until = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                        s->siw_hold_ms;
+    }
     if (c->early_len) {
         rnic_ep_rx(c->ep, c->early, c->early_len);
         c->early_len = 0;
@@ -138,6 +142,30 @@ void rnic_dp_stop(RnicConn *c)
         rnic_ep_free(c->ep);
         c->ep = NULL;
     }
+}
+
+/*
+ * siw compatibility (siw-compat-hold-ms): Linux siw's siw_accept() sends
+ * its MPA Reply before it points the socket's data-ready callback at the
+ * QP, and what arrives in between stays unread until more data comes
+ * (docs/driver-guide.md).  As initiator we send nothing, an RTR included,
+ * until that long after the Reply; work posted later goes at once.
+ */
+static bool rnic_dp_held(RnicConn *c)
+{
+    if (c->hold_until &&
+        qemu_clock_get_ms(QEMU_CLOCK_REALTIME) < c->hold_until) {
+        return true;
+    }
+    c->hold_until = 0;
+    return false;
+}
+
+/* When the burst that rnic_dp_tx() held (RNIC_DP_DELAYED) may go. */
+int64_t rnic_dp_delay_end(RnicConn *c)
+{
+    return c->hold_until ?: qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                            c->s->fault_delay_ms;
 }
 
 /* One write of up to a batch of FPDUs, through the fault filter. */
@@ -158,7 +186,7 @@ static ssize_t rnic_dp_send_batch(RnicConn *c, size_t *offered)
     if (!*offered) {
         return 0;
     }
-    if (rnic_fault_delay(c)) {
+    if (rnic_dp_held(c) || rnic_fault_delay(c)) {
         *offered = 0;
         return -EINPROGRESS;
     }

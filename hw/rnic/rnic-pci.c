@@ -275,6 +275,8 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT64("fault-drop-after", RnicState, fault_drop_after, 0),
     DEFINE_PROP_UINT32("fault-corrupt-crc", RnicState, fault_corrupt_crc, 0),
     DEFINE_PROP_UINT32("fault-delay-ms", RnicState, fault_delay_ms, 0),
+    DEFINE_PROP_UINT32("siw-compat-hold-ms", RnicState, siw_hold_ms,
+                       RNIC_SIW_HOLD_MS_DEFAULT),
     DEFINE_PROP_STRING("mpa-crc", RnicState, mpa_crc_str),
     DEFINE_PROP_BOOL("mpa-markers", RnicState, mpa_markers, false),
     DEFINE_PROP_MACADDR("mac", RnicState, mac),
@@ -363,6 +365,9 @@ static void rnic_instance_init(Object *obj)
           "an inverted CRC32c (needs CRC negotiated); 0 = never" },
         { "fault-delay-ms", "fault injection: hold each FPDU a QP sends "
           "this long (real time); 0 = no delay" },
+        { "siw-compat-hold-ms", "as initiator, send no FPDU until this long "
+          "after the peer's MPA Reply (real time): Linux siw misses data "
+          "that arrives while it accepts; 0 = off" },
         { "mpa-crc", "MPA CRC32c policy: off (refuse peers that ask), "
           "accept (use it when the peer asks; default) or required" },
         { "mpa-markers", "ask the peer for MPA markers and insert them "

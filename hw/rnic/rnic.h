@@ -137,6 +137,12 @@ typedef struct RnicQp {
 
 #define RNIC_MAX_LISTENERS  16
 
+/*
+ * siw-compat-hold-ms: longer than siw's accept window under TCG, measured
+ * in docs/driver-guide.md ("siw's accept window").
+ */
+#define RNIC_SIW_HOLD_MS_DEFAULT    50
+
 /* sock-buf: SO_SNDBUF and SO_RCVBUF of every connection (rnic-conn.c) */
 #define RNIC_SOCK_BUF_DEFAULT   (4u << 20)
 #define RNIC_SOCK_BUF_MIN       4096u
@@ -209,6 +215,7 @@ struct RnicConn {
     uint64_t corrupted;     /* 1 + seq of the FPDU last corrupted */
     QEMUTimer *delay_timer;
     bool delay_done;        /* the delay before this burst has passed */
+    int64_t hold_until;     /* siw-compat-hold-ms: no FPDU before (ms) */
 };
 
 struct RnicState {
@@ -297,6 +304,7 @@ struct RnicState {
     uint64_t fault_drop_after;      /* bytes per connection; 0: off */
     uint32_t fault_corrupt_crc;     /* every Nth FPDU sent; 0: off */
     uint32_t fault_delay_ms;        /* before each burst sent; 0: off */
+    uint32_t siw_hold_ms;           /* siw-compat-hold-ms (rnic-dp.c) */
     char *stag_default;
     bool stag_one_shot;     /* parsed stag-default */
 
@@ -393,6 +401,7 @@ void rnic_conn_qp_gone(RnicQp *qp);
 /* rnic-dp.c: the data-path pump; never frees, never closes */
 void rnic_dp_init(RnicState *s);
 bool rnic_dp_start(RnicConn *c);
+int64_t rnic_dp_delay_end(RnicConn *c);
 void rnic_dp_stop(RnicConn *c);
 RnicVerdict rnic_dp_rx(RnicConn *c);
 RnicVerdict rnic_dp_tx(RnicConn *c);

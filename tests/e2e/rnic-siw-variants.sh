@@ -49,6 +49,10 @@ variant() {
         # RTR anyway, rnic refuses that Reply, and siw 6.1 waiting for its
         # RTR then crashes its kernel, docs/protocol.md.)
         cwant=2,off,none swant=2,off,none ;;
+    accept-fix)     # siw with our patch for its accept window
+        # (tests/e2e/siw-patches/): rnic's client sends at once, without
+        # the hold it keeps for stock siw (siw-compat-hold-ms)
+        cdev=siw-compat-hold-ms=0 cwant=2,off,none swant=2,off,none ;;
     *) e2e_die "no variant $1" ;;
     esac
 }
@@ -185,7 +189,8 @@ run_variant() {
 e2e_prep
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] ||
-    variants=(crc-required rev1 p2p-write p2p-read p2p-both p2p-none)
+    variants=(crc-required rev1 p2p-write p2p-read p2p-both p2p-none
+              accept-fix)
 rc=0
 for v in "${variants[@]}"; do
     run_variant "$v" || rc=1

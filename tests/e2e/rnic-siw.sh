@@ -104,8 +104,8 @@ e2e_guest_start siw-peer "$siw_initrd" "$args" \
 # slirp accepts connections before the guest listens: wait for rping -s.
 e2e_wait_marker siw-peer SIW-READY
 e2e_guest_start rnic-siw "$rnic_initrd" "$args" \
-    -device "rnic,id=rnic0,peer-allow=127.0.0.1:$pa0,listen-allow=127.0.0.1:$pb0$(e2e_capture rnic-siw-rnic0)" \
-    -device "rnic,id=rnic1,mpa-crc=required,peer-allow=127.0.0.1:$pa1,listen-allow=127.0.0.1:$pb1$(e2e_capture rnic-siw-rnic1)" \
+    -device "rnic,id=rnic0,peer-allow=127.0.0.1:$pa0,listen-allow=127.0.0.1:$pb0${E2E_RNIC_OPTS:-}$(e2e_capture rnic-siw-rnic0)" \
+    -device "rnic,id=rnic1,mpa-crc=required,peer-allow=127.0.0.1:$pa1,listen-allow=127.0.0.1:$pb1${E2E_RNIC_OPTS:-}$(e2e_capture rnic-siw-rnic1)" \
     -D "$E2E_LOGS/rnic-siw.trace" -trace 'rnic_conn*' -trace rnic_cqe \
     -trace 'rnic_term*' -trace rnic_qp_state -trace rnic_event
 

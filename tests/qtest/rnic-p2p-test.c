@@ -277,6 +277,33 @@ static void test_initiator_read_rtr(void)
 }
 
 /*
+ * siw-compat-hold-ms: as initiator the device sends nothing, its RTR
+ * included, until that long after the peer's MPA Reply (siw's accept
+ * window, docs/driver-guide.md).
+ */
+static void test_initiator_holds(void)
+{
+    struct rnic_event ev;
+    uint16_t ird, ord;
+    uint8_t u[128];
+    gint64 t0, waited_ms;
+    P2p p;
+    int fd;
+
+    p2p_start(&p, ",mpa-p2p=on,mpa-rtr=read,siw-compat-hold-ms=300");
+    fd = connect_p2p(&p, 0, &ird, &ord);
+    mpa_send(fd, KEY_REP, IRD_P2P | 2, ORD_READ | 2);
+    t0 = g_get_monotonic_time();
+    expect_event(&p, RNIC_EV_CONN_ESTABLISHED, &ev);
+    g_assert_cmpuint(fpdu_recv(fd, u), ==, 18 + 28);   /* the RTR */
+    waited_ms = (g_get_monotonic_time() - t0) / 1000;
+    g_test_message("the RTR came %" PRId64 " ms after the Reply", waited_ms);
+    g_assert_cmpint(waited_ms, >=, 300 - 1);   /* the device counts in ms */
+    close(fd);
+    rnic_test_stop(&p.t);
+}
+
+/*
  * CONNECT naming a Send RTR (rtr byte) and a Reply naming Write, as siw
  * answers: a Terminate "no matching RTR", EOF, and CONN_ERROR EPROTO.
  */
@@ -311,6 +338,7 @@ int main(int argc, char **argv)
                        test_responder_waits_for_rtr);
     rnic_test_add_both("/rnic/p2p/responder-refuses", test_responder_refuses);
     rnic_test_add_both("/rnic/p2p/initiator-read-rtr", test_initiator_read_rtr);
+    rnic_test_add_both("/rnic/p2p/initiator-holds", test_initiator_holds);
     rnic_test_add_both("/rnic/p2p/initiator-refuses", test_initiator_refuses);
     return g_test_run();
 }

@@ -98,7 +98,8 @@ e2e_rnic_pair() {
 # siw's connection behaviour is set by constants in siw_main.c and
 # siw_cm.c that deployments change.  A variant is siw.ko built from the
 # same linux-source with some of them changed; its edits, one per line as
-# FILE|SED-EXPRESSION (s/// without flags), each of which must match.
+# FILE|SED-EXPRESSION (s/// without flags), each of which must match, or
+# patch|FILE: a kernel patch of ours (tests/e2e/siw-patches/) applied.
 e2e_siw_variant_edits() {
     local p2p='siw_main.c|s/^const bool peer_to_peer;/const bool peer_to_peer = true;/'
     local rtr='siw_cm.c|s/^static __be16 rtr_type = .*;/static __be16 rtr_type ='
@@ -113,6 +114,8 @@ e2e_siw_variant_edits() {
     p2p-read) echo "$p2p"; echo "$rtr MPA_V2_RDMA_READ_RTR;/" ;;
     p2p-both) echo "$p2p"; echo "$rtr MPA_V2_RDMA_READ_RTR | MPA_V2_RDMA_WRITE_RTR;/" ;;
     p2p-none) echo "$p2p"; echo "$rtr MPA_V2_RDMA_NO_RTR;/" ;;
+    accept-fix)     # siw reads what came before its QP took the socket
+        echo "patch|0001-RDMA-siw-read-data-that-arrived-before-the-QP-took-the-socket.patch" ;;
     *) e2e_die "no siw variant $1" ;;
     esac
 }
@@ -134,6 +137,12 @@ e2e_siw_variant() {
     cp "$base"/*.[ch] "$base/Makefile" "$base/Kconfig" "$dir/"
     while IFS= read -r line; do
         file=${line%%|*} expr=${line#*|}
+        if [ "$file" = patch ]; then
+            # The patch's paths are the kernel tree's: a/drivers/.../siw/
+            patch -s -p5 -d "$dir" <"$E2E_TOP/tests/e2e/siw-patches/$expr" ||
+                e2e_die "siw variant $name: $expr does not apply"
+            continue
+        fi
         # w: the lines substituted, so that a pattern that no longer
         # matches the source fails instead of building plain siw.
         sed -i "${expr}w $dir/.hit" "$dir/$file"
