@@ -44,8 +44,9 @@ CAPTURE_QTESTS := rnic-dp-test rnic-peer-test rnic-cm-test rnic-limits-test \
 SAN_ENV    := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all core qemu qemu-san check check-unit check-unit-san check-qtest \
-        check-qtest-san check-capture run lint clean distclean need-configure
+.PHONY: all core qemu qemu-san qemu-tsan check check-unit check-unit-san \
+        check-qtest check-qtest-san check-tsan check-capture run lint clean \
+        distclean need-configure
 
 all: core qemu
 
@@ -110,9 +111,22 @@ qemu-san: need-configure
 	$(call ninja-ours,$(QEMU_SAN_BUILD),qemu-system-x86_64 qemu-fuzz-x86_64)
 	$(call link-firmware,$(QEMU_SAN_BUILD))
 
+# The same QEMU with ThreadSanitizer, and the qtests make check-tsan runs.
+TSAN_QTESTS := $(RNIC_QTESTS) rnic-soak-test
+qemu-tsan: need-configure
+	@bash scripts/lay-device.sh $(QEMU_SRC) $(CURDIR)
+	$(call ninja-ours,$(QEMU_TSAN_BUILD),qemu-system-x86_64 \
+	    $(TSAN_QTESTS:%=tests/qtest/%))
+	$(call link-firmware,$(QEMU_TSAN_BUILD))
+
+# The threading contract (hw/rnic/rnic-thread.c) checked by TSan.
+check-tsan: qemu-tsan
+	@bash tests/tsan/run.sh $(QEMU_TSAN_BUILD) $(RNIC_QTESTS)
+
 check:
 	@bash scripts/check-all.sh check-allow check-unit check-unit-san \
-	    check-qtest check-qtest-san check-capture fuzz-smoke check-soak check-e2e
+	    check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
+	    check-soak check-e2e
 
 # The unit tests again under AddressSanitizer and UBSan.
 check-unit-san:

@@ -62,7 +62,8 @@ run_part() {    # run_part TARGET COUNTER
 for part in "$@"; do
     case $part in
     check-unit*) run_part "$part" count_check ;;
-    check-e2e | check-capture | fuzz-smoke | check-soak | check-allow)
+    check-e2e | check-capture | fuzz-smoke | check-soak | check-allow | \
+        check-tsan)
         run_part "$part" count_plain ;;
     *) run_part "$part" count_meson ;;
     esac

@@ -78,11 +78,26 @@ QEMUBH *rnic_bh_new(RnicState *s, QEMUBHFunc *cb, void *opaque)
                                &DEVICE(s)->mem_reentrancy_guard);
 }
 
+/*
+ * Shared by the waiter and the bottom half, freed by whichever lets go
+ * last: the waiter may wake while qemu_event_set() is still at work, so
+ * the event must not live on the waiter's stack.  The atomic count also
+ * gives ThreadSanitizer the ordering that QemuEvent's fences hide from it.
+ */
 typedef struct RnicOnCtx {
     RnicState *s;
     void (*fn)(RnicState *s);
     QemuEvent done;
+    int refs;
 } RnicOnCtx;
+
+static void rnic_on_ctx_put(RnicOnCtx *o)
+{
+    if (qatomic_fetch_dec(&o->refs) == 1) {
+        qemu_event_destroy(&o->done);
+        g_free(o);
+    }
+}
 
 static void rnic_on_ctx_bh(void *opaque)
 {
@@ -94,6 +109,7 @@ static void rnic_on_ctx_bh(void *opaque)
     o->s->running_deferred = false;
     rnic_leave(o->s);
     qemu_event_set(&o->done);
+    rnic_on_ctx_put(o);
 }
 
 /*
@@ -110,15 +126,19 @@ static void rnic_on_ctx_bh(void *opaque)
  */
 void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s))
 {
-    RnicOnCtx o = { .s = s, .fn = fn };
+    RnicOnCtx *o;
 
     if (!s->ctx) {
         fn(s);
         return;
     }
     assert(!in_aio_context_home_thread(s->ctx));
-    qemu_event_init(&o.done, false);
-    aio_bh_schedule_oneshot(s->ctx, rnic_on_ctx_bh, &o);
-    qemu_event_wait(&o.done);
-    qemu_event_destroy(&o.done);
+    o = g_new0(RnicOnCtx, 1);
+    o->s = s;
+    o->fn = fn;
+    o->refs = 2;
+    qemu_event_init(&o->done, false);
+    aio_bh_schedule_oneshot(s->ctx, rnic_on_ctx_bh, o);
+    qemu_event_wait(&o->done);
+    rnic_on_ctx_put(o);
 }
