@@ -50,8 +50,12 @@ def wireshark_term_limit(fields):
 def decode(path):
     """Per direction: FPDUs, their opcodes (all, and those whose CRC is good
     or off), CRC verdicts; and the frames tshark calls malformed."""
+    # MPA is found by a heuristic; tried first, so that a connection whose
+    # random port is another protocol's well-known one (44818, EtherNet/IP,
+    # once) is not decoded as that protocol.
     out = subprocess.run(
         ["tshark", "-r", path, "-T", "pdml",
+         "-o", "tcp.try_heuristic_first:TRUE",
          "--disable-heuristic", "rpcrdma_iwarp"],
         check=True, capture_output=True, text=True).stdout
     d = {tx: {"fpdus": 0, "ops": collections.Counter(),

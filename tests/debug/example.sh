@@ -51,11 +51,11 @@ for dev in "ab":
 PY
 
 section "capture: tshark -r $rel/b.pcapng (after the SYN exchange)"
-tshark -r "$dir/b.pcapng" --disable-heuristic rpcrdma_iwarp 2>/dev/null |
+tshark -r "$dir/b.pcapng" -o tcp.try_heuristic_first:TRUE --disable-heuristic rpcrdma_iwarp 2>/dev/null |
     sed -n '4,$p'
 section "the FPDUs' STags: tshark -T fields -e frame.number" \
     "-e iwarp_rdma.opcode -e iwarp_ddp.stag -e iwarp_rdma.srcstag"
-tshark -r "$dir/b.pcapng" --disable-heuristic rpcrdma_iwarp -T fields \
+tshark -r "$dir/b.pcapng" -o tcp.try_heuristic_first:TRUE --disable-heuristic rpcrdma_iwarp -T fields \
     -e frame.number -e iwarp_rdma.opcode -e iwarp_ddp.stag \
     -e iwarp_rdma.srcstag -Y iwarp_ddp_rdmap 2>/dev/null
 if tshark -r "$dir/b.pcapng" -Y 'iwarp_rdma.opcode == 7' 2>/dev/null | grep -q .; then
