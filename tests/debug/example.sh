@@ -58,9 +58,9 @@ section "the FPDUs' STags: tshark -T fields -e frame.number" \
 tshark -r "$dir/b.pcapng" -o tcp.try_heuristic_first:TRUE --disable-heuristic rpcrdma_iwarp -T fields \
     -e frame.number -e iwarp_rdma.opcode -e iwarp_ddp.stag \
     -e iwarp_rdma.srcstag -Y iwarp_ddp_rdmap 2>/dev/null
-if tshark -r "$dir/b.pcapng" -Y 'iwarp_rdma.opcode == 7' 2>/dev/null | grep -q .; then
+if tshark -r "$dir/b.pcapng" -o tcp.try_heuristic_first:TRUE -Y 'iwarp_rdma.opcode == 7' 2>/dev/null | grep -q .; then
     section "the Terminate, decoded (tshark -V -Y 'iwarp_rdma.opcode == 7')"
-    tshark -r "$dir/b.pcapng" --disable-heuristic rpcrdma_iwarp -V \
+    tshark -r "$dir/b.pcapng" -o tcp.try_heuristic_first:TRUE --disable-heuristic rpcrdma_iwarp -V \
         -Y 'iwarp_rdma.opcode == 7' 2>/dev/null |
         sed -n '/Terminate Control/,/Terminated DDP/p' | head -n 14
 fi
