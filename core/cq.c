@@ -57,7 +57,7 @@ void rnic_cq_set_changed(struct rnic_cq *cq, rnic_cq_notify_fn *changed,
     cq->changed_opaque = opaque;
 }
 
-static void rnic_cq_changed(struct rnic_cq *cq)
+static void rnic_cq_note_changed(struct rnic_cq *cq)
 {
     if (cq->changed) {
         cq->changed(cq->changed_opaque, cq);
@@ -116,7 +116,7 @@ int rnic_cq_push(struct rnic_cq *cq, const struct rnic_cqe *cqe)
     }
     if (cq->count == cq->depth) {
         cq->overflowed = true;
-        rnic_cq_changed(cq);
+        rnic_cq_note_changed(cq);
         return -ENOSPC;
     }
     cq->ring[rnic_ring_slot(cq->head, cq->count, cq->depth)] = *cqe;
@@ -128,7 +128,7 @@ int rnic_cq_push(struct rnic_cq *cq, const struct rnic_cqe *cqe)
             cq->notify(cq->opaque, cq);
         }
     }
-    rnic_cq_changed(cq);
+    rnic_cq_note_changed(cq);
     return 0;
 }
 

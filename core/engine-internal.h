@@ -229,6 +229,12 @@ struct rnic_rx_seg {
     uint32_t plen;
 };
 
+/* The Terminate of a segment the receive path itself failed to handle. */
+static inline struct rnic_term_code rnic_rx_catastrophic(void)
+{
+    return rnic_term_ddp(RNIC_DDP_ETYPE_LOCAL_CATASTROPHIC, 0);
+}
+
 /* Terminate about @seg; returns RNIC_EP_RX_STOP. */
 int rnic_rx_refuse(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
                    struct rnic_term_code code);

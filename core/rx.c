@@ -27,11 +27,6 @@ int rnic_rx_place(struct rnic_ep *ep, const struct rnic_mem_ref *ref,
     return rnic_mem_place(ep->dma, ref, data) == RNIC_STAG_OK ? 0 : -EIO;
 }
 
-static struct rnic_term_code rx_catastrophic(void)
-{
-    return rnic_term_ddp(RNIC_DDP_ETYPE_LOCAL_CATASTROPHIC, 0);
-}
-
 /* ---- tagged ---- */
 
 static int rx_write(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
@@ -53,7 +48,7 @@ static int rx_write(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
         return rnic_rx_refuse(ep, seg, rnic_term_stag_error(st, true));
     }
     if (rnic_rx_place(ep, &ref, seg->payload) < 0) {
-        return rnic_rx_refuse(ep, seg, rx_catastrophic());
+        return rnic_rx_refuse(ep, seg, rnic_rx_catastrophic());
     }
     if (seg->h.last) {
         rnic_stag_message_done(ep->stags, seg->h.stag);
@@ -145,7 +140,7 @@ static int rx_read_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     }
     if (seg->plen && rnic_rx_place(ep, &ref, seg->payload) < 0) {
         return rx_read_fail(ep, seg, wr, RNIC_WC_FATAL_ERR,
-                            rx_catastrophic());
+                            rnic_rx_catastrophic());
     }
     ep->rresp_got += seg->plen;
     if (seg->h.last) {

@@ -22,11 +22,6 @@ static int rx_unexpected(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
                               RNIC_RDMAP_ECODE_UNEXPECTED_OPCODE));
 }
 
-static struct rnic_term_code rx_catastrophic(void)
-{
-    return rnic_term_ddp(RNIC_DDP_ETYPE_LOCAL_CATASTROPHIC, 0);
-}
-
 /* Control messages are one whole segment of exactly their body. */
 static bool rx_single(const struct rnic_rx_seg *seg, size_t body)
 {
@@ -137,7 +132,7 @@ static int rx_send_invalidate(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
     st = rx_recv_resolve(ep, wr, seg->h.mo, seg->plen, ref, n);
     if (st != RNIC_STAG_OK) {
         return rx_recv_fail(ep, seg, rnic_term_local_status(st),
-                            rx_catastrophic());
+                            rnic_rx_catastrophic());
     }
     return 0;
 }
@@ -163,7 +158,7 @@ int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     st = rx_recv_resolve(ep, wr, seg->h.mo, seg->plen, ref, &n);
     if (st != RNIC_STAG_OK) {
         return rx_recv_fail(ep, seg, rnic_term_local_status(st),
-                            rx_catastrophic());
+                            rnic_rx_catastrophic());
     }
     if (seg->h.last && rx_is_send_inv(seg->h.opcode) &&
         rx_send_invalidate(ep, seg, wr, ref, &n, &cqe) < 0) {
@@ -172,7 +167,7 @@ int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     for (size_t i = 0, off = 0; i < n; off += ref[i].len, i++) {
         if (rnic_rx_place(ep, &ref[i], seg->payload + off) < 0) {
             return rx_recv_fail(ep, seg, RNIC_WC_FATAL_ERR,
-                                rx_catastrophic());
+                                rnic_rx_catastrophic());
         }
     }
     ep->rx_send_more = !seg->h.last;
@@ -326,12 +321,12 @@ static int rx_atomic_execute(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
         return rnic_rx_refuse(ep, seg, rnic_term_stag_error(st, false));
     }
     if (rnic_mem_fetch(ep->dma, &ref, buf) != RNIC_STAG_OK) {
-        return rnic_rx_refuse(ep, seg, rx_catastrophic());
+        return rnic_rx_refuse(ep, seg, rnic_rx_catastrophic());
     }
     *orig = rx_load_le64(buf);
     rx_store_le64(buf, rx_atomic_apply(ar, op, *orig));
     if (rnic_mem_place(ep->dma, &ref, buf) != RNIC_STAG_OK) {
-        return rnic_rx_refuse(ep, seg, rx_catastrophic());
+        return rnic_rx_refuse(ep, seg, rnic_rx_catastrophic());
     }
     /* An atomic writes through the STag: it is one message to it. */
     rnic_stag_message_done(ep->stags, ref.stag);
@@ -387,7 +382,7 @@ int rnic_rx_atomic_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     }
     if (st != RNIC_STAG_OK) {
         rnic_qp_sq_done(ep->qp, wr, rnic_term_local_status(st));
-        return rnic_rx_refuse(ep, seg, rx_catastrophic());
+        return rnic_rx_refuse(ep, seg, rnic_rx_catastrophic());
     }
     ep->atomic_rx_id++;
     ep->qp->rx_msn[RNIC_DDP_QN_ATOMIC]++;

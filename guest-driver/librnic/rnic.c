@@ -21,7 +21,7 @@ struct rnic_device {
 	struct verbs_device ibv_dev;
 };
 
-static int rnic_query_device(struct ibv_context *ctx,
+static int rnic_query_device_ex(struct ibv_context *ctx,
 			     const struct ibv_query_device_ex_input *input,
 			     struct ibv_device_attr_ex *attr, size_t attr_size)
 {
@@ -111,7 +111,7 @@ static int rnic_qp_wr_alloc(struct rnic_qp *qp, uint32_t max_send_wr)
 	return qp->wrs && qp->sges && qp->inl ? 0 : ENOMEM;
 }
 
-static void rnic_qp_free(struct rnic_qp *qp)
+static void rnic_free_qp(struct rnic_qp *qp)
 {
 	if (qp->direct)
 		rnic_qp_direct_free(qp);
@@ -166,7 +166,7 @@ static struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ctx,
 			ibv_cmd_destroy_qp(&qp->vqp.qp);
 	}
 	if (ret) {
-		rnic_qp_free(qp);
+		rnic_free_qp(qp);
 		errno = ret;
 		return NULL;
 	}
@@ -219,7 +219,7 @@ static int rnic_destroy_qp(struct ibv_qp *ibqp)
 		return ret;
 	if (qp->direct)
 		rnic_qp_direct_forget(qp);
-	rnic_qp_free(qp);
+	rnic_free_qp(qp);
 	return 0;
 }
 
@@ -227,7 +227,7 @@ static void rnic_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops rnic_ctx_ops = {
 	.free_context	= rnic_free_context,
-	.query_device_ex = rnic_query_device,
+	.query_device_ex = rnic_query_device_ex,
 	.query_port	= rnic_query_port,
 	.alloc_pd	= rnic_alloc_pd,
 	.dealloc_pd	= rnic_dealloc_pd,

@@ -67,7 +67,7 @@ static int rnic_cq_map(struct ibv_context *ctx, struct rnic_cq *cq,
 	return 0;
 }
 
-static void rnic_cq_free(struct rnic_cq *cq)
+static void rnic_free_cq(struct rnic_cq *cq)
 {
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
@@ -89,7 +89,7 @@ struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	if (ibv_cmd_create_cq(ctx, cqe, channel, vector, &cq->ibcq, &cmd,
 			      sizeof(cmd), &resp.ibv, sizeof(resp))) {
-		rnic_cq_free(cq);
+		rnic_free_cq(cq);
 		return NULL;
 	}
 	cq->direct = resp.drv.flags & RNIC_IB_DIRECT;
@@ -100,7 +100,7 @@ struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
 	 */
 	if (ret && cq->direct) {
 		ibv_cmd_destroy_cq(&cq->ibcq);
-		rnic_cq_free(cq);
+		rnic_free_cq(cq);
 		errno = ret;
 		return NULL;
 	}
@@ -116,7 +116,7 @@ int rnic_destroy_cq(struct ibv_cq *ibcq)
 		return ret;
 	if (cq->ring)
 		munmap(cq->ring, cq->map_len);
-	rnic_cq_free(cq);
+	rnic_free_cq(cq);
 	return 0;
 }
 

@@ -142,7 +142,7 @@ static int rnic_enable(struct rnic_dev *rdev)
 	return 0;
 }
 
-static int rnic_query_device(struct rnic_dev *rdev)
+static int rnic_fetch_device_attr(struct rnic_dev *rdev)
 {
 	struct device *dev = &rdev->pdev->dev;
 	struct rnic_cmd_query_device *in;
@@ -243,7 +243,7 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = rnic_enable(rdev);
 	if (err)
 		goto err_irq;
-	err = rnic_query_device(rdev);
+	err = rnic_fetch_device_attr(rdev);
 	if (err) {
 		dev_err(dev, "QUERY_DEVICE failed: %d\n", err);
 		goto err_enabled;
