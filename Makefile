@@ -121,7 +121,7 @@ qemu-tsan: need-configure
 
 # The threading contract (hw/rnic/rnic-thread.c) checked by TSan.
 check-tsan: qemu-tsan
-	@bash tests/tsan/run.sh $(QEMU_TSAN_BUILD) $(RNIC_QTESTS)
+	@bash tests/tsan/run.sh $(QEMU_SRC) $(QEMU_TSAN_BUILD) $(RNIC_QTESTS)
 
 check:
 	@bash scripts/check-all.sh check-allow check-unit check-unit-san \

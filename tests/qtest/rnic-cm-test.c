@@ -95,15 +95,21 @@ static uint16_t mpa_read(int fd, const char *key, uint8_t *hdr, uint8_t *pd)
     return len;
 }
 
-static uint32_t cm_listen(CmTest *c, uint16_t *port)
+static uint32_t cm_listen_backlog(CmTest *c, uint32_t backlog,
+                                  uint16_t *port)
 {
-    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 4 };
+    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = backlog };
     struct rnic_cmd cmd = rnic_cmd_ok(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
     struct rnic_cmd_listen *out = (void *)cmd.u.raw;
 
     *port = le16_to_cpu(out->local.port);
     g_assert_cmpuint(*port, !=, 0);
     return le32_to_cpu(out->listener_id);
+}
+
+static uint32_t cm_listen(CmTest *c, uint16_t *port)
+{
+    return cm_listen_backlog(c, 4, port);
 }
 
 /* Private data the guest sends with CONNECT/ACCEPT/REJECT. */
@@ -938,17 +944,6 @@ static int cm_conns(CmTest *c)
 
     qobject_unref(r);
     return n;
-}
-
-static uint32_t cm_listen_backlog(CmTest *c, uint32_t backlog,
-                                  uint16_t *port)
-{
-    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = backlog };
-    struct rnic_cmd cmd = rnic_cmd_ok(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    struct rnic_cmd_listen *out = (void *)cmd.u.raw;
-
-    *port = le16_to_cpu(out->local.port);
-    return le32_to_cpu(out->listener_id);
 }
 
 /*

@@ -7,16 +7,17 @@
 # says which reports fail the run).  Ends with "tsan: N passed, N failed":
 # the qtests' subtests, and one more failure if the device raced.
 #
-# Usage: run.sh QEMU-TSAN-BUILD QTEST...
+# Usage: run.sh QEMU-SRC QEMU-TSAN-BUILD QTEST...
 set -uo pipefail
-build=$(cd "$1" && pwd)
-shift
+src=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 logs=$build/tsan-logs
 rm -rf "$logs"
 mkdir -p "$logs"
 # QEMU's own suppressions (recursive mutexes, pthread internals).
-export TSAN_OPTIONS="suppressions=$build/../qemu-src/tests/tsan/suppressions.tsan detect_deadlocks=false history_size=7 exitcode=0 die_after_fork=0 log_path=$logs/tsan"
+export TSAN_OPTIONS="suppressions=$src/tests/tsan/suppressions.tsan detect_deadlocks=false history_size=7 exitcode=0 die_after_fork=0 log_path=$logs/tsan"
 export QTEST_QEMU_BINARY=./qemu-system-x86_64
 passed=0
 failed=0
