@@ -34,7 +34,7 @@ FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
 # Our files inside QEMU's build: QEMU builds without -Werror, we do not.
 OUR_QEMU_FILES := (hw/rnic|rnic-core|qtest/rnic|libqos/rnic)
 RNIC_QTESTS := rnic-test rnic-cm-test rnic-dp-test rnic-peer-test \
-               rnic-limits-test rnic-hostile-test rnic-p2p-test
+               rnic-limits-test rnic-hostile-test rnic-p2p-test rnic-iommu-test
 QTESTS     := $(RNIC_QTESTS) device-introspect-test
 CAPTURE_QTESTS := rnic-dp-test rnic-peer-test rnic-cm-test rnic-limits-test \
                   rnic-p2p-test
@@ -45,7 +45,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 .PHONY: all core qemu qemu-san qemu-tsan check check-unit check-unit-san \
-        check-qtest check-qtest-san check-tsan check-capture run lint clean \
+        check-qemu check-qtest check-qtest-san check-tsan check-capture run lint clean \
         distclean need-configure
 
 all: core qemu
@@ -125,8 +125,13 @@ check-tsan: qemu-tsan
 
 check:
 	@bash scripts/check-all.sh check-allow check-unit check-unit-san \
-	    check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
+	    check-qemu check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
 	    check-soak check-e2e
+
+# The QEMU we build runs users' VMs: KVM and TCG, the default devices
+# and rnic on q35 and pc.
+check-qemu: qemu
+	@bash tests/qemu/device-set.sh $(QEMU_BIN)
 
 # The unit tests again under AddressSanitizer and UBSan.
 check-unit-san:
@@ -160,11 +165,13 @@ debug-example-%: need-configure
 	    { cat $(BUILD)/example-build.log; exit 1; }
 	@QEMU_BUILD=$(abspath $(QEMU_BUILD)) bash tests/debug/example.sh $*
 
-# The main job for now: start QEMU with the device, let the firmware assign
-# its BARs, then show the PCI bus as the monitor's `info pci` sees it.
+# The quick look: start QEMU with the device (on KVM where the host has a
+# usable one: scripts/accel.sh), let the firmware assign its BARs, then
+# show the PCI bus as the monitor's `info pci` sees it.
 run: qemu
-	@echo "make run: $(QEMU_BIN) -M q35 -accel tcg -device rnic; 'info pci' after 2 s:"
-	@(sleep 2; printf 'info pci\nquit\n') | $(QEMU_BIN) -M q35 -accel tcg \
+	@accel=$$(bash scripts/accel.sh) && \
+	echo "make run: $(QEMU_BIN) -M q35 -accel $$accel -device rnic; 'info pci' after 2 s:" && \
+	(sleep 2; printf 'info pci\nquit\n') | $(QEMU_BIN) -M q35 -accel $$accel \
 	    -nodefaults -display none -device rnic -monitor stdio 2>&1 | \
 	    grep -v -e '^(qemu)' -e '^QEMU .* monitor'
 

@@ -139,7 +139,7 @@ static int rx_read_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
                             rnic_term_stag_error(st, true));
     }
     if (seg->plen && rnic_rx_place(ep, &ref, seg->payload) < 0) {
-        return rx_read_fail(ep, seg, wr, RNIC_WC_FATAL_ERR,
+        return rx_read_fail(ep, seg, wr, RNIC_WC_LOC_ACCESS_ERR,
                             rnic_rx_catastrophic());
     }
     ep->rresp_got += seg->plen;

@@ -166,7 +166,7 @@ int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     }
     for (size_t i = 0, off = 0; i < n; off += ref[i].len, i++) {
         if (rnic_rx_place(ep, &ref[i], seg->payload + off) < 0) {
-            return rx_recv_fail(ep, seg, RNIC_WC_FATAL_ERR,
+            return rx_recv_fail(ep, seg, RNIC_WC_LOC_ACCESS_ERR,
                                 rnic_rx_catastrophic());
         }
     }

@@ -146,7 +146,7 @@ enum rnic_wc_status rnic_term_local_status(enum rnic_stag_status st)
     case RNIC_STAG_ERR_CANNOT_INVALIDATE:
         return RNIC_WC_LOC_QP_OP_ERR;
     case RNIC_STAG_ERR_DMA:
-        return RNIC_WC_FATAL_ERR;
+        return RNIC_WC_LOC_ACCESS_ERR;
     default:
         return RNIC_WC_GENERAL_ERR;
     }

@@ -130,7 +130,9 @@ enum rnic_wc_status {
      * Read Response with no Read outstanding). */
     RNIC_WC_BAD_RESP_ERR,
     /* An inbound tagged or untagged message violated our local memory
-     * protection (the peer's fault, reported on our receive side). */
+     * protection (the peer's fault, reported on our receive side), or the
+     * DMA to or from a local buffer failed (an address the bus or an
+     * IOMMU does not map: the driver's fault). */
     RNIC_WC_LOC_ACCESS_ERR,
     /* The peer's Terminate said our request was invalid (e.g. opcode it
      * does not support, invalidating an STag it cannot). */
@@ -140,7 +142,7 @@ enum rnic_wc_status {
     RNIC_WC_REM_ACCESS_ERR,
     /* The peer could not complete the operation for another reason. */
     RNIC_WC_REM_OP_ERR,
-    /* The device itself failed (e.g. DMA to the guest impossible). */
+    /* The device itself failed. */
     RNIC_WC_FATAL_ERR,
     /* Anything else; reported with a trace saying what. */
     RNIC_WC_GENERAL_ERR,

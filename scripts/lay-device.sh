@@ -65,7 +65,8 @@ wire "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
 wire "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
 qtests="'rnic-test', 'rnic-cm-test', 'rnic-dp-test', 'rnic-peer-test',"
 qtests="$qtests 'rnic-limits-test', 'rnic-device-bench',"
-qtests="$qtests 'rnic-hostile-test', 'rnic-p2p-test', 'rnic-soak-test'"
+qtests="$qtests 'rnic-hostile-test', 'rnic-p2p-test', 'rnic-soak-test',"
+qtests="$qtests 'rnic-iommu-test'"
 wire "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
     "qtests_x86_64 += [$qtests] $mark"
 wire "$qemu/tests/qtest/libqos/meson.build" "^        'e1000e.c',$" \

@@ -46,15 +46,7 @@ static void side_setup(Side *x, uint32_t access)
 /* Waits in real time (the bytes cross a TCP connection) for a CQE. */
 static void side_cqe(Side *x, struct rnic_cq_entry *e)
 {
-    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
-
-    while (!rnic_read_cqe(&x->t, x->cq_ring, CQ_LOG, x->cq_cons, e)) {
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        g_usleep(500);
-        rnic_settle(&x->t);
-    }
-    x->cq_cons++;
-    rnic_wr(&x->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(x->cqn, x->cq_cons));
+    rnic_wait_cqe(&x->t, x->cq_ring, CQ_LOG, x->cqn, &x->cq_cons, e);
 }
 
 static void side_expect_cqe(Side *x, uint8_t opcode, uint8_t status,

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Boots guests under TCG and judges them by their console markers (sourced).
+# Boots guests and judges them by their console markers (sourced).
 #
 #   e2e_guest_start NAME INITRD "KERNEL ARGS" [QEMU ARGS...]   (background)
 #   e2e_guest_wait NAME      waits, then 0 if the guest passed
@@ -8,10 +8,12 @@
 #
 # The console goes to $E2E_LOGS/NAME.log.  A guest passes when it printed
 # E2E-DONE with at least one E2E-PASS and no E2E-FAIL; a guest that hangs
-# is killed after E2E_TIMEOUT seconds (KVM does not run guests on these
-# hosts, so every boot is TCG: ~10 s to /init).
+# is killed after E2E_TIMEOUT seconds (sized for TCG: ~10 s to /init).
+# Guests run on KVM where the host has a usable one, on TCG otherwise
+# (scripts/accel.sh says which, and why).
 
 E2E_TIMEOUT=${E2E_TIMEOUT:-240}
+E2E_ACCEL=${E2E_ACCEL:-$(bash "$E2E_TOP/scripts/accel.sh")}
 E2E_LOGS=${E2E_LOGS:-$E2E_OUT/logs}
 declare -A E2E_GUEST_PID=() E2E_GUEST_DOG=()
 
@@ -24,7 +26,7 @@ e2e_guest_start() {
     # -nodefaults: without it SeaBIOS spends ~30 s under TCG probing the
     # default CD-ROM before it boots the kernel.
     timeout -k 10 "$E2E_TIMEOUT" "$E2E_QEMU" \
-        -M q35 -accel tcg -cpu max -m 512 -nodefaults -nographic \
+        -M q35 -accel "$E2E_ACCEL" -cpu max -m 512 -nodefaults -nographic \
         -serial stdio -no-reboot \
         -kernel "$E2E_VMLINUZ" -initrd "$initrd" \
         -append "console=ttyS0 quiet panic=-1 $append" \

@@ -276,12 +276,18 @@ uint64_t rnic_test_dev_ecam(RnicTest *t)
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b)
 {
+    rnic_test_start_pair_on(a, b, "", extra_a, extra_b);
+}
+
+void rnic_test_start_pair_on(RnicTest *a, RnicTest *b, const char *machine,
+                             const char *extra_a, const char *extra_b)
+{
     g_autofree char *id_a = NULL, *id_b = NULL;
     g_autofree char *cap_a = rnic_capture_opts(&id_a, NULL, "a");
     g_autofree char *cap_b = rnic_capture_opts(&id_b, NULL, "b");
     g_autofree char *args = g_strdup_printf(
-        "-device rnic,id=a%s%s -device rnic,id=b%s%s", extra_a ? extra_a : "",
-        cap_a, extra_b ? extra_b : "", cap_b);
+        "%s -device rnic,id=a%s%s -device rnic,id=b%s%s", machine,
+        extra_a ? extra_a : "", cap_a, extra_b ? extra_b : "", cap_b);
 
     rnic_test_init(a, args);
     memset(b, 0, sizeof(*b));
@@ -575,6 +581,20 @@ bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log,
 
     qtest_memread(t->qts, addr, e, sizeof(*e));
     return e->phase == (((index >> log) & 1) ^ 1);
+}
+
+void rnic_wait_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t cqn,
+                   uint32_t *cons, struct rnic_cq_entry *e)
+{
+    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+
+    while (!rnic_read_cqe(t, ring, log, *cons, e)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(500);
+        rnic_settle(t);
+    }
+    ++*cons;
+    rnic_wr(t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, *cons));
 }
 
 /*

@@ -71,6 +71,9 @@ uint64_t rnic_test_dev_ecam(RnicTest *t);
 /* Two rnic devices in one VM (ids a and b); stop b before a. */
 void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
                           const char *extra_b);
+/* The same with @machine's options (e.g. a vIOMMU) before the devices. */
+void rnic_test_start_pair_on(RnicTest *a, RnicTest *b, const char *machine,
+                             const char *extra_a, const char *extra_b);
 /*
  * With RNIC_QTEST_CAPTURE=DIR in the environment every device records its
  * traffic to DIR/<test path>-<id>.pcapng, and rnic_test_stop() writes its
@@ -138,6 +141,12 @@ void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
 uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn);
 bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t index,
                    struct rnic_cq_entry *e);
+/*
+ * Waits (in real time: the bytes may cross a TCP connection) for the CQE
+ * at *@cons, then consumes it: *@cons advances and the CQ doorbell says so.
+ */
+void rnic_wait_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t cqn,
+                   uint32_t *cons, struct rnic_cq_entry *e);
 /*
  * @a listens on 127.0.0.1, @b's QP @qpb connects with IRD = ORD = @ird_ord,
  * @a's QP @qpa accepts; returns once both saw CONN_ESTABLISHED.
