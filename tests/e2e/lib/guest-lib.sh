@@ -108,6 +108,16 @@ e2e_rnic_up() {
     ip link set rnic0 up && ip addr add "$a" dev rnic0
     rdma link show
     e2e_check rdma-link-active sh -c 'rdma link show rnic0/1 | grep -q "state ACTIVE .*netdev rnic0"'
+    ! grep -q 'intel_iommu=on' /proc/cmdline || e2e_rnic_iommu_check
+}
+
+# Booted with intel_iommu=on: rnic's DMA goes through the IOMMU, in
+# strict mode when iommu.strict=1 (every unmap invalidates at once).
+e2e_rnic_iommu_check() {
+    local grp=/sys/class/infiniband/rnic0/device/iommu_group want=DMA
+    grep -q 'iommu.strict=1' /proc/cmdline || want=DMA-FQ
+    e2e_check rnic-iommu-group test -e "$grp"
+    e2e_check rnic-iommu-domain sh -c "cat $grp/type; grep -qx $want $grp/type"
 }
 
 # e2e_retry NAME TRIES CMD...: runs CMD until it succeeds (a server in the

@@ -11,6 +11,9 @@
 # is killed after E2E_TIMEOUT seconds (sized for TCG: ~10 s to /init).
 # Guests run on KVM where the host has a usable one, on TCG otherwise
 # (scripts/accel.sh says which, and why).
+# E2E_MACHINE_ARGS: QEMU options for every guest of a scenario, ahead of
+# its devices (a vIOMMU must come before the devices it translates for);
+# E2E_KERNEL_ARGS: more kernel arguments for every guest.
 
 E2E_TIMEOUT=${E2E_TIMEOUT:-240}
 E2E_ACCEL=${E2E_ACCEL:-$(bash "$E2E_TOP/scripts/accel.sh")}
@@ -25,13 +28,14 @@ e2e_guest_start() {
     [ -x "$E2E_QEMU" ] || e2e_die "no $E2E_QEMU; run 'make qemu' first"
     # -nodefaults: without it SeaBIOS spends ~30 s under TCG probing the
     # default CD-ROM before it boots the kernel.
+    # shellcheck disable=SC2086
     timeout -k 10 "$E2E_TIMEOUT" "$E2E_QEMU" \
         -M q35 -accel "$E2E_ACCEL" -cpu max -m 512 -nodefaults -nographic \
         -serial stdio -no-reboot \
         -kernel "$E2E_VMLINUZ" -initrd "$initrd" \
-        -append "console=ttyS0 quiet panic=-1 $append" \
+        -append "console=ttyS0 quiet panic=-1 $append ${E2E_KERNEL_ARGS:-}" \
         ${E2E_IOTHREAD_NICE:+-name debug-threads=on} \
-        "$@" </dev/null >"$log" 2>&1 &
+        ${E2E_MACHINE_ARGS:-} "$@" </dev/null >"$log" 2>&1 &
     E2E_GUEST_PID[$name]=$!
     e2e_guest_watchdog "$name" "$!" </dev/null >/dev/null 2>&1 &
     E2E_GUEST_DOG[$name]=$!
