@@ -16,6 +16,7 @@
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
+#include <rdma/uverbs_ioctl.h>
 #include "rnic.h"
 #include "../rnic-ib-uapi.h"
 
@@ -204,7 +205,7 @@ int rnic_ib_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void rnic_ib_mmap_free(struct rdma_user_mmap_entry *entry);
 
 int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		      struct ib_udata *udata);
+		      struct uverbs_attr_bundle *attrs);
 int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
@@ -242,5 +243,8 @@ void rnic_ib_cm_unplug(struct rnic_ib_dev *dev);
 
 int rnic_netdev_create(struct rnic_ib_dev *dev);
 void rnic_netdev_destroy(struct rnic_ib_dev *dev);
+
+/* Older kernels' shapes of the ops above. */
+#include "rnic_compat.h"
 
 #endif /* RNIC_IB_H */

@@ -53,8 +53,10 @@ static int rnic_ib_cq_export(struct rnic_ib_cq *cq, struct ib_udata *udata)
 }
 
 int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		      struct ib_udata *udata)
+		      struct uverbs_attr_bundle *attrs)
 {
+	/* A kernel CQ has no bundle. */
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
 	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
 	struct rnic_ib_cq *cq = to_rcq(ibcq);
 	struct rnic_cmd_create_cq p = { };

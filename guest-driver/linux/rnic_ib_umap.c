@@ -131,7 +131,7 @@ static int rnic_ib_mmap_pages(struct vm_area_struct *vma,
 	int err = 0;
 
 	if (!m->writable)
-		vma->vm_flags &= ~VM_MAYWRITE;
+		vm_flags_clear(vma, VM_MAYWRITE);
 	for (off = 0; off < m->len && !err; off += PAGE_SIZE)
 		err = vm_insert_page(vma, vma->vm_start + off,
 				     virt_to_page(m->va + off));

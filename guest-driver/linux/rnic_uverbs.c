@@ -1056,7 +1056,7 @@ static const struct file_operations rnic_fops = {
 	.release	= rnic_release,
 	.unlocked_ioctl	= rnic_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
-	.llseek		= no_llseek,
+	/* No .llseek: lseek() fails with ESPIPE. */
 };
 
 /* Registers /dev/rnicN; the device is up and QUERY_DEVICE done. */
