@@ -17,7 +17,7 @@ E2E_DIR := tests/e2e
 # rnic.
 E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-iothread.sh rnic-siw.sh \
              rnic-siw-variants.sh:p2p-both rdma-rnic.sh rdma-rnic-iothread.sh \
-             rdma-rnic-viommu.sh rdma-rnic-fail.sh \
+             rdma-rnic-viommu.sh rdma-rnic-companion.sh rdma-rnic-fail.sh \
              nvmeof.sh:loop
 
 # Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.

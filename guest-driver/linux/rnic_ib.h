@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * rnic as a Linux RDMA device: an iWARP ib_device (RDMA_NODE_RNIC) with one
- * port bound to a netdev of its own, kernel verbs, the uverbs write()
+ * port bound to a netdev (the VM's NIC of the same MAC, or one of its own:
+ * rnic_netdev.c), kernel verbs, the uverbs write()
  * commands for user space, and iw_cm ops mapped onto the device's
  * host-side connections (docs/driver-guide.md, "The ib_device").
  *
@@ -23,7 +24,8 @@
 struct rnic_ib_dev {
 	struct ib_device ibdev;
 	struct rnic_dev *rdev;
-	struct net_device *netdev;
+	struct net_device __rcu *netdev;	/* the port's; RTNL, RCU */
+	struct notifier_block nb;	/* finds the companion netdev */
 	u8 mac[ETH_ALEN];
 	/* Device numbers -> objects, for completions and events. */
 	struct xarray qps;		/* qpn -> struct rnic_ib_qp */
@@ -241,8 +243,9 @@ int rnic_ib_cm_disconnect(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp,
 			  bool abort);
 void rnic_ib_cm_unplug(struct rnic_ib_dev *dev);
 
-int rnic_netdev_create(struct rnic_ib_dev *dev);
-void rnic_netdev_destroy(struct rnic_ib_dev *dev);
+int rnic_netdev_attach(struct rnic_ib_dev *dev);
+void rnic_netdev_detach(struct rnic_ib_dev *dev);
+const char *rnic_netdev_name(struct rnic_ib_dev *dev);
 
 /* Older kernels' shapes of the ops above. */
 #include "rnic_compat.h"

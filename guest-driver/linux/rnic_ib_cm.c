@@ -371,6 +371,7 @@ static void rnic_ib_listen_addrs(struct rnic_ib_dev *dev,
 	bool v6 = ss->ss_family == AF_INET6;
 	const struct in_ifaddr *ifa;
 	struct in_device *in_dev;
+	struct net_device *nd;
 	struct sockaddr_in *in;
 
 	if (!rnic_ib_wildcard(ss)) {
@@ -378,7 +379,8 @@ static void rnic_ib_listen_addrs(struct rnic_ib_dev *dev,
 		return;
 	}
 	rcu_read_lock();
-	in_dev = __in_dev_get_rcu(dev->netdev);
+	nd = rcu_dereference(dev->netdev);
+	in_dev = nd ? __in_dev_get_rcu(nd) : NULL;
 	if (in_dev) {
 		in_dev_for_each_ifa_rcu(ifa, in_dev) {
 			if (lep->n == RNIC_IB_LEP_MAX)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The ib_device: registration with its netdev, the device and port
- * queries, user contexts, and the hand-off of events from the admin
+ * The ib_device: registration with its netdev (rnic_netdev.c), the device
+ * and port queries, user contexts, and the hand-off of events from the admin
  * interrupt.  Every op ib_register_device() calls mandatory is here or in
  * the files named in rnic_ib.h, so the device is a kernel-verbs provider
  * and rdma_cm uses it.
@@ -310,15 +310,11 @@ int rnic_ib_register(struct rnic_dev *rdev)
 		err = -ENOMEM;
 		goto err_dealloc;
 	}
-	err = rnic_netdev_create(dev);
+	memcpy(dev->mac, rdev->attr.mac, ETH_ALEN);
+	rnic_ib_setup(dev);
+	err = rnic_netdev_attach(dev);
 	if (err)
 		goto err_wq;
-	rnic_ib_setup(dev);
-	err = ib_device_set_netdev(&dev->ibdev, dev->netdev, 1);
-	if (err)
-		goto err_netdev;
-	memcpy(dev->ibdev.iw_ifname, dev->netdev->name,
-	       sizeof(dev->ibdev.iw_ifname));
 	/* The host owns the TCP ports: no iwpmd mapping. */
 	dev->ibdev.iw_driver_flags = IW_F_NO_PORT_MAP;
 	WRITE_ONCE(rdev->ib, dev);
@@ -328,12 +324,11 @@ int rnic_ib_register(struct rnic_dev *rdev)
 		goto err_netdev;
 	}
 	dev_info(&rdev->pdev->dev, "ib_device %s on %s\n",
-		 dev_name(&dev->ibdev.dev), dev->netdev->name);
+		 dev_name(&dev->ibdev.dev), rnic_netdev_name(dev));
 	return 0;
 
 err_netdev:
-	ib_device_set_netdev(&dev->ibdev, NULL, 1);
-	rnic_netdev_destroy(dev);
+	rnic_netdev_detach(dev);
 err_wq:
 	destroy_workqueue(dev->cm_wq);
 err_dealloc:
@@ -361,7 +356,7 @@ void rnic_ib_unregister(struct rnic_dev *rdev)
 	/* Requests nobody answered: their connections went with the reset. */
 	xa_for_each(&dev->ceps, id, cep)
 		kfree(cep);
-	rnic_netdev_destroy(dev);
+	rnic_netdev_detach(dev);
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
 	xa_destroy(&dev->listeners);

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The RDMA address is an ordinary IP address.  Each guest has a virtio-net
+# NIC (the two joined by a -netdev socket link) with its rnic's MAC, so
+# rnic.ko takes that NIC as its port's netdev, a companion as erdma's NIC
+# is, and makes no netdev of its own.  The server loads rnic.ko before
+# virtio_net (the companion comes later and replaces the port's own
+# netdev), the client after it.  On the one address each guest gives its
+# NIC: ping, rping -V, ib_write_bw -R, and qperf -cm1, whose control
+# socket is TCP between the guests over the NICs while its QPs connect
+# through the devices.  (perftest without -R connects QPs by modify_qp,
+# with no stream: no iWARP device can do that, siw and rnic included.)
+. "$(dirname "$0")/lib/e2e.sh"
+
+name=rdma-rnic-companion
+e2e_prep
+e2e_librnic_build
+
+initrd=$E2E_OUT/$name.cpio.gz
+e2e_rnic_verbs_initramfs "$initrd" -m virtio_pci -m virtio_net \
+    /usr/bin/rping /usr/bin/ib_write_bw /usr/bin/qperf <<'GUEST'
+role=$(e2e_arg role)
+me=$(e2e_arg ip)
+peer=$(e2e_arg peer)
+port=$(e2e_arg port)
+mods="virtio_pci virtio_net rnic"
+[ "$role" = server ] && mods="rnic virtio_pci virtio_net"
+for m in $mods rdma_ucm ib_uverbs; do
+    modprobe "$m" || { e2e_fail modules "modprobe $m failed"; exit; }
+done
+# rdma_cm's ephemeral ports (qperf's server binds port 0) come from the
+# guest's local range: keep it inside the ports the devices allow.
+echo "$((port + 8)) $((port + 15))" >/proc/sys/net/ipv4/ip_local_port_range
+ip link set eth0 up && ip addr add "$me/24" dev eth0
+rdma link show
+e2e_check rdma-link-companion sh -c \
+    'rdma link show rnic0/1 | grep -q "state ACTIVE .*netdev eth0"'
+e2e_check no-own-netdev sh -c '! ip link show rnic0 2>/dev/null'
+e2e_retry ping 30 ping -c 2 -W 2 "$peer"
+
+if [ "$role" = server ]; then
+    qperf >/tmp/qperf-server.out 2>&1 &
+    qperf_pid=$!
+    e2e_check rping-server timeout 120 rping -s -a "$me" -p "$port" -C 5 -v
+    e2e_check ib_write_bw-server timeout 300 ib_write_bw -R -p $((port + 1)) -n 200
+    e2e_check done-server timeout 300 rping -s -a "$me" -p $((port + 2)) -C 1
+    kill "$qperf_pid"
+else
+    e2e_retry rping-client 60 timeout 30 rping -c -a "$peer" -p "$port" -C 5 -v -V
+    e2e_retry ib_write_bw-client 60 timeout 120 \
+        ib_write_bw -R -p $((port + 1)) -n 200 "$peer"
+    # iWARP has no Write with Immediate: rc_bw (Send) and RDMA Read.
+    e2e_retry qperf-cm1 30 timeout 120 \
+        qperf -cm1 -t 2 "$peer" rc_bw rc_rdma_read_bw
+    e2e_retry done-client 60 timeout 30 rping -c -a "$peer" -p $((port + 2)) -C 1
+fi
+e2e_rnic_unload_clean
+GUEST
+
+e2e_rnic_pair
+link=$(e2e_free_port)
+mac=52:54:00:e2:$((RANDOM % 90 + 10)):0
+args="e2e.port=$port"
+# shellcheck disable=SC2086
+e2e_guest_start "$name-server" "$initrd" \
+    "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io \
+    -netdev "socket,id=l0,listen=127.0.0.1:$link" \
+    -device "virtio-net-pci,netdev=l0,mac=${mac}1,romfile=" -device "$dev,mac=${mac}1"
+e2e_wait_listen "$link"
+# shellcheck disable=SC2086
+e2e_guest_start "$name-client" "$initrd" \
+    "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args" $rnic_io \
+    -netdev "socket,id=l0,connect=127.0.0.1:$link" \
+    -device "virtio-net-pci,netdev=l0,mac=${mac}2,romfile=" -device "$dev,mac=${mac}2"
+
+rc=0
+e2e_guest_wait "$name-client" || rc=1
+e2e_guest_wait "$name-server" || rc=1
+e2e_result "$name" "$rc"
