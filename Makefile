@@ -184,6 +184,7 @@ lint: need-configure
 	done; echo "lint: QEMU checkpatch clean on $(words $(LINT_QEMU)) files"
 
 include mk/e2e.mk
+include mk/guest-debs.mk
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/obj-san
