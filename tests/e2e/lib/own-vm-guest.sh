@@ -111,6 +111,14 @@ own_rping() {
     fi
 }
 
+# Removing rnic-dkms takes rnic.ko out of the kernel's tree again (its
+# prerm: dkms remove), so modprobe no longer finds it.
+own_remove() {
+    DEBIAN_FRONTEND=noninteractive apt-get remove -y rnic-dkms >/tmp/remove.out 2>&1 ||
+        { cat /tmp/remove.out; e2e_fail remove "apt-get remove rnic-dkms failed"; return 1; }
+    e2e_check remove-dkms sh -c '! modinfo rnic >/dev/null 2>&1 && [ -z "$(dkms status rnic)" ]'
+}
+
 own_tests() {
     local t0
     t0=$(date +%s)
@@ -121,6 +129,7 @@ own_tests() {
         e2e_perf_all client "$peer" $((port + 1))
     fi
     e2e_rnic_unload_clean
+    own_remove
     echo "E2E-TIME tests $(($(date +%s) - t0))"
 }
 
