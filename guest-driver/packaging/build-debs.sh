@@ -42,8 +42,20 @@ debs_maintainer() {
     echo "${name:-rnic developers} <${email:-root@localhost}>"
 }
 
+# The years of the first and the newest commit, for the copyright notice.
+debs_years() {
+    local first last
+    first=$(git -C "$top" log --reverse --format=%ad --date=format:%Y 2>/dev/null | head -n1)
+    last=$(git -C "$top" log -1 --format=%ad --date=format:%Y 2>/dev/null)
+    if [ -z "$first" ]; then date +%Y
+    elif [ "$first" = "$last" ]; then echo "$first"
+    else echo "$first-$last"
+    fi
+}
+
 # The documentation every Debian package carries: the licence (the
-# project's, GPL-2.0-or-later) and a changelog of one entry.
+# project's, GPL-2.0-or-later) and a changelog of one entry (changelog.gz:
+# the version has no Debian revision, so the packages are native).
 debs_doc() {    # ROOT PACKAGE
     local doc=$1/usr/share/doc/$2
     mkdir -p "$doc"
@@ -52,14 +64,14 @@ Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: rnic
 
 Files: *
-Copyright: the rnic authors
+Copyright: $(debs_years) the rnic authors
 License: GPL-2.0-or-later
  On Debian systems the full text of the GNU General Public License
  version 2 is in /usr/share/common-licenses/GPL-2.
 EOF
     printf '%s (%s) unstable; urgency=medium\n\n  * Built from the rnic repository.\n\n -- %s  %s\n' \
         "$2" "$version" "$maintainer" "$(date -R)" |
-        gzip -9n >"$doc/changelog.Debian.gz"
+        gzip -9n >"$doc/changelog.gz"
 }
 
 # debs_control ROOT PACKAGE ARCH FIELDS...: DEBIAN/control with the
