@@ -98,6 +98,9 @@ debs_script() {
 
 debs_build() {  # ROOT: the .deb into $out, files owned by root
     local deb
+    # DEBIAN/md5sums: what debsums and dpkg --verify check against.
+    (cd "$1" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z |
+        xargs -0 md5sum) >"$1/DEBIAN/md5sums"
     deb=$out/$(sed -n 's/^Package: //p' "$1/DEBIAN/control")_${version}_$(sed -n 's/^Architecture: //p' "$1/DEBIAN/control").deb
     dpkg-deb --root-owner-group -Zxz --build "$1" "$deb" >/dev/null
     echo "$deb"
