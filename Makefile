@@ -124,7 +124,7 @@ check-tsan: qemu-tsan
 	@bash tests/tsan/run.sh $(QEMU_SRC) $(QEMU_TSAN_BUILD) $(RNIC_QTESTS)
 
 check:
-	@bash scripts/check-all.sh check-allow check-unit check-unit-san \
+	@bash scripts/check-all.sh check-allow check-driver check-unit check-unit-san \
 	    check-qemu check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
 	    check-soak check-e2e
 

@@ -7,7 +7,7 @@
 
 E2E_DIR := tests/e2e
 
-.PHONY: e2e-prep e2e check-e2e check-allow guest-driver demo
+.PHONY: e2e-prep e2e check-e2e check-allow guest-driver check-driver demo
 
 # The scenarios `make check` runs: those that fit CI's time and do not
 # depend on a reference peer's timing.  Of the siw variants, the one of
@@ -41,6 +41,12 @@ check-allow:
 # rnic.ko against the headers of the kernel the guests run.
 guest-driver:
 	$(MAKE) -C guest-driver/linux KDIR=$$(bash $(E2E_DIR)/prep.sh --kdir)
+
+# rnic.ko against the headers of every kernel line the guests run (6.1 and
+# 6.12), with -Werror and no warning, each built in build/driver/VERSION/.
+# Ends with "driver: N passed, N failed".
+check-driver:
+	@bash tests/driver/check-build.sh
 
 # Two guests with -device rnic doing RDMA through rnic.ko and rnic-tool,
 # told in a few lines: operations, bytes, bandwidth, latency.

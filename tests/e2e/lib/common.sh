@@ -21,20 +21,41 @@ e2e_fresh() {
     [ -f "$1" ] && [ "$1" -nt /var/lib/apt/lists ]
 }
 
-# The kernel the guests boot: whatever Debian's linux-image-amd64 points to
-# today (security updates move the number, so it is never written down).
+# The kernel lines the guests run, the first the default: Debian 12's
+# own (linux-image-amd64) and its LTS update line (linux-image-6.12-amd64).
+# E2E_KERNEL picks the one a scenario boots.
+E2E_KERNEL_LINES=(6.1 6.12)
+E2E_KERNEL=${E2E_KERNEL:-${E2E_KERNEL_LINES[0]}}
+
+e2e_kernel_meta() {
+    if [ "$E2E_KERNEL" = "${E2E_KERNEL_LINES[0]}" ]; then
+        echo linux-image-amd64
+    else
+        echo "linux-image-$E2E_KERNEL-amd64"
+    fi
+}
+
+# The version of that line the guests boot: whatever its meta-package
+# points to today (security updates move the number, so it is never
+# written down).
 e2e_kver() {
-    local cache=$E2E_OUT/kver
+    local cache=$E2E_OUT/kver-$E2E_KERNEL meta
     if [ -z "${E2E_KVER:-}" ]; then
         if e2e_fresh "$cache"; then
             E2E_KVER=$(cat "$cache")
         else
-            E2E_KVER=$(apt-cache depends linux-image-amd64 |
+            meta=$(e2e_kernel_meta)
+            E2E_KVER=$(apt-cache depends "$meta" |
                        sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
             [ -n "$E2E_KVER" ] ||
-                e2e_die "apt-cache knows no linux-image-amd64; run apt-get update"
+                e2e_die "apt-cache knows no $meta; run apt-get update"
             echo "$E2E_KVER" >"$cache"
         fi
+        # A pinned suite could point the meta-package at another line.
+        case $E2E_KVER in
+        "$E2E_KERNEL".*) ;;
+        *) e2e_die "E2E_KERNEL=$E2E_KERNEL, but its package is $E2E_KVER" ;;
+        esac
     fi
     echo "$E2E_KVER"
 }

@@ -7,25 +7,22 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 . "$E2E_LIB/kernel.sh"
+. "$E2E_LIB/driver.sh"
 . "$E2E_LIB/siw.sh"
 . "$E2E_LIB/userland.sh"
 . "$E2E_LIB/librnic.sh"
 . "$E2E_LIB/initramfs.sh"
 . "$E2E_LIB/guest.sh"
 
-# The guest driver, built in its own folder against the guest's headers
-# (kbuild's usual out-of-tree way; its outputs are git-ignored).  Kbuild
-# takes seconds to find nothing to do, so look first.
+# The guest driver, built against the guest's headers in a folder of that
+# kernel's (lib/driver.sh).  Kbuild takes seconds to find nothing to do,
+# so look first.
 e2e_rnic_build() {
-    local src=$E2E_TOP/guest-driver/linux
-    E2E_RNIC_KO=$src/rnic.ko
-    if [ -f "$E2E_RNIC_KO" ] && [ -z "$(find "$src" "$E2E_TOP/include/rnic" \
-            "$E2E_KDIR/" -maxdepth 1 -newer "$E2E_RNIC_KO" \
-            \( -name '*.[ch]' -o -name Kbuild -o -name Makefile \
-               -o -name .config \) -print -quit)" ]; then
-        return 0
-    fi
-    make -s -C "$src" KDIR="$E2E_KDIR" >&2
+    local out=$E2E_OUT/rnic/$E2E_KVER
+    E2E_RNIC_KO=$out/guest-driver/linux/rnic.ko
+    e2e_driver_fresh "$E2E_RNIC_KO" "$E2E_KDIR" && return 0
+    e2e_driver_build "$E2E_KDIR" "$out" >&2 ||
+        e2e_die "rnic.ko did not build against $E2E_KDIR"
 }
 
 # rnic-tool, linked statically so that it runs in a busybox initramfs.

@@ -28,6 +28,18 @@ e2e_stage_file() {
     cp -L "$2" "$1/$3"
 }
 
+# e2e_stage_module STAGE PATH: module PATH of E2E_KROOT into STAGE.
+# 6.12's modules are xz-compressed: they are staged decompressed, so that
+# busybox's modprobe needs no decompressor in the guest.
+e2e_stage_module() {
+    case $2 in
+    *.ko.xz)
+        mkdir -p "$(dirname "$1/$2")"
+        xz -dc "$E2E_KROOT/$2" >"$1/${2%.xz}" ;;
+    *) e2e_stage_file "$1" "$E2E_KROOT/$2" "$2" ;;
+    esac
+}
+
 # The .ko paths (inside E2E_KROOT) that loading NAME needs, in load order.
 e2e_module_closure() {
     modprobe -d "$E2E_KROOT" -S "$E2E_KVER" --show-depends "$1" |
@@ -95,7 +107,7 @@ e2e_initramfs() {
         f=$(e2e_module_closure "$name") ||
             e2e_die "no module $name in $E2E_KVER"
         for f in $f; do
-            e2e_stage_file "$stage" "$E2E_KROOT/$f" "$f"
+            e2e_stage_module "$stage" "$f"
         done
     done
     for f in ${kos[@]+"${kos[@]}"}; do

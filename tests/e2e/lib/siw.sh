@@ -1,20 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# siw.ko for the guest kernel (sourced).  Debian's 6.1 image is built with
-# CONFIG_RDMA_SIW unset, so the driver is compiled from Debian's own
-# linux-source-6.1 against the matching headers.  Only the siw folder is
-# taken out of the 140 MB tarball.  Sets E2E_SIW_KO.
+# siw.ko for the guest kernel (sourced).  Debian's images (6.1 and 6.12)
+# are built with CONFIG_RDMA_SIW unset, so the driver is compiled from
+# Debian's own linux-source of that line against the matching headers.
+# Only the siw folder is taken out of the 140 MB tarball.  Sets E2E_SIW_KO.
 
 e2e_siw_build() {
-    local src=/usr/src/linux-source-6.1.tar.xz dir
+    local pkg=linux-source-$E2E_KERNEL dir
+    local src=/usr/src/$pkg.tar.xz
     dir=$E2E_OUT/siw/$E2E_KVER
     E2E_SIW_KO=$dir/siw.ko
     [ -f "$E2E_SIW_KO" ] && [ "$E2E_SIW_KO" -nt "$src" ] && return 0
-    e2e_apt_need linux-source-6.1
+    e2e_apt_need "$pkg"
     rm -rf "$dir"
     mkdir -p "$dir"
     tar -xJf "$src" -C "$dir" --strip-components=5 \
-        linux-source-6.1/drivers/infiniband/sw/siw
+        "$pkg/drivers/infiniband/sw/siw"
     make -s -C "$E2E_KDIR" M="$dir" CONFIG_RDMA_SIW=m modules >&2
     [ -f "$E2E_SIW_KO" ] || e2e_die "siw.ko did not build in $dir"
 }
