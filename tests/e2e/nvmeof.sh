@@ -19,10 +19,12 @@
 #   siw-rnic  siw host, rnic target
 #   siw       two siw guests: the reference figure for "rnic"
 # E2E_NVME_MIB: the data checked (default 8); E2E_NVME_QEMU_ARGS: more
-# QEMU options for every guest (-d guest_errors, -trace ...).
+# QEMU options for every guest (-d guest_errors, -trace ...); E2E_NAME:
+# what the guests, their initramfs and logs are named after (nvmeof).
 . "$(dirname "$0")/lib/e2e.sh"
 
 mib=${E2E_NVME_MIB:-8}
+name=${E2E_NAME:-nvmeof}
 e2e_prep
 e2e_librnic_build
 
@@ -75,15 +77,15 @@ dmesg | grep -E 'nvme|rdma' | tail -n 20
 [ "$(e2e_arg dev)" != rnic ] || e2e_rnic_unload_clean
 GUEST
 }
-guest_test | e2e_rnic_verbs_initramfs "$E2E_OUT/nvmeof-rnic.cpio.gz" "${nvme[@]}"
-guest_test | e2e_siw_initramfs "$E2E_OUT/nvmeof-siw.cpio.gz" "${nvme[@]}"
+guest_test | e2e_rnic_verbs_initramfs "$E2E_OUT/$name-rnic.cpio.gz" "${nvme[@]}"
+guest_test | e2e_siw_initramfs "$E2E_OUT/$name-siw.cpio.gz" "${nvme[@]}"
 
 # e2e_guest_start for this test: NAME DEV(rnic|siw) "E2E ARGS" QEMU-ARGS...
 guest() {
-    local name=$1 kind=$2 a=$3
+    local g=$1 kind=$2 a=$3
     shift 3
     # shellcheck disable=SC2086
-    e2e_guest_start "$name" "$E2E_OUT/nvmeof-$kind.cpio.gz" \
+    e2e_guest_start "$g" "$E2E_OUT/$name-$kind.cpio.gz" \
         "e2e.dev=$kind e2e.mib=$mib e2e.${a// / e2e.}" "$@" \
         ${E2E_NVME_QEMU_ARGS:-}
 }
@@ -98,12 +100,12 @@ run_mode() {
     loop | rnic | fault) e2e_rnic_pair; p=$port ;;
     *) p=$(e2e_free_ports 2) ;;
     esac
-    tgt=nvmeof-$m-target host=nvmeof-$m-host
+    tgt=$name-$m-target host=$name-$m-host
     case $m in
     loop)
-        guest "nvmeof-$m" rnic "role=both ip=$net.1/24 peer=$net.1 port=$p" \
+        guest "$name-$m" rnic "role=both ip=$net.1/24 peer=$net.1 port=$p" \
             $rnic_io -device "$dev"
-        e2e_guest_wait "nvmeof-$m" || rc=1 ;;
+        e2e_guest_wait "$name-$m" || rc=1 ;;
     rnic | fault)
         guest "$tgt" rnic "role=target ip=$net.1/24 peer=$net.1 port=$p" \
             $rnic_io -device "$dev"
@@ -148,7 +150,7 @@ run_mode() {
         e2e_guest_wait "$tgt" || rc=1
         host=$E2E_LOGS/$host.log
     else
-        host=$E2E_LOGS/nvmeof-$m.log
+        host=$E2E_LOGS/$name-$m.log
     fi
     fig=$(tr -d '\r' <"$host" | sed -n 's/^E2E-FIGURE nvme-read //p')
     echo "mode $m: $([ $rc -eq 0 ] && echo PASS || echo FAIL)${fig:+, nvme-read $fig}"
@@ -161,4 +163,4 @@ rc=0
 for m in "${modes[@]}"; do
     run_mode "$m" || rc=1
 done
-e2e_result "nvmeof ${modes[*]}" "$rc"
+e2e_result "$name ${modes[*]}" "$rc"

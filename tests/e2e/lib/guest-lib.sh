@@ -333,12 +333,15 @@ e2e_nvmet_teardown() {
 }
 
 # e2e_nvme_connect ADDR PORT [OPTION...]: until the namespace is there.
+# The guest has no /etc/nvme: each attempt is a new host, its host ID the
+# UUID of its NQN (6.12 refuses a host ID it knows under another NQN).
 e2e_nvme_connect() {
-    local addr=$1 port=$2 i
+    local addr=$1 port=$2 i uuid
     shift 2
     modprobe nvme-rdma || return 1
+    uuid=$(cat /proc/sys/kernel/random/uuid)
     nvme connect -t rdma -a "$addr" -s "$port" -n "$E2E_NQN" \
-        --hostnqn="nqn.2014-08.org.nvmexpress:uuid:$(cat /proc/sys/kernel/random/uuid)" \
+        --hostnqn="nqn.2014-08.org.nvmexpress:uuid:$uuid" --hostid="$uuid" \
         "$@" || return 1
     for i in $(seq 100); do
         [ -b /dev/nvme0n1 ] && return 0
