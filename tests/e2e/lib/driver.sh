@@ -10,10 +10,11 @@
 #
 #   e2e_driver_build KDIR OUT   brings OUT's copy up to date and runs
 #                               kbuild there against the headers in KDIR;
-#                               kbuild's output on stdout; sets
-#                               E2E_DRIVER_KO
-#   e2e_driver_fresh KO KDIR    true when KO is newer than every source
-#                               and than KDIR's .config
+#                               kbuild's output on stdout
+#   e2e_driver_ko OUT           the rnic.ko that build makes
+#   e2e_driver_fresh OUT KDIR   true when OUT's copy holds the sources
+#                               as they are and its rnic.ko is newer than
+#                               that copy and than KDIR's .config
 
 # The driver's sources, relative to the top folder (not the rnic.mod.c
 # of an in-place build).
@@ -45,15 +46,19 @@ e2e_driver_sync() {
 
 e2e_driver_build() {
     local kdir=$1 out=$2
-    E2E_DRIVER_KO=$out/guest-driver/linux/rnic.ko
     e2e_driver_sync "$out"
     make -C "$kdir" M="$out/guest-driver/linux" modules
 }
 
+e2e_driver_ko() {
+    echo "$1/guest-driver/linux/rnic.ko"
+}
+
 e2e_driver_fresh() {
-    local ko=$1 kdir=$2 f
+    local out=$1 kdir=$2 ko f
+    ko=$(e2e_driver_ko "$out")
     [ -f "$ko" ] && [ "$ko" -nt "$kdir/.config" ] || return 1
     while IFS= read -r f; do
-        [ "$ko" -nt "$E2E_TOP/$f" ] || return 1
+        cmp -s "$E2E_TOP/$f" "$out/$f" && [ "$ko" -nt "$out/$f" ] || return 1
     done < <(e2e_driver_files)
 }

@@ -19,8 +19,8 @@ set -euo pipefail
 # so look first.
 e2e_rnic_build() {
     local out=$E2E_OUT/rnic/$E2E_KVER
-    E2E_RNIC_KO=$out/guest-driver/linux/rnic.ko
-    e2e_driver_fresh "$E2E_RNIC_KO" "$E2E_KDIR" && return 0
+    E2E_RNIC_KO=$(e2e_driver_ko "$out")
+    e2e_driver_fresh "$out" "$E2E_KDIR" && return 0
     e2e_driver_build "$E2E_KDIR" "$out" >/dev/null ||
         e2e_die "rnic.ko did not build against $E2E_KDIR"
 }
