@@ -6,9 +6,11 @@ Each report has two accesses; an access belongs to the first frame that is
 not a copy routine (memcpy and friends).  A report is the device's when
 one of its two accesses is in rnic's code (hw/rnic, the core).  Of those,
 only one kind is expected:
-  guest-ram  the device's DMA (rnic_dma_copy) and a vCPU's or qtest's
-             access to the same guest memory: unordered as with any DMA
-             engine; the guest orders them with doorbells and completions.
+  guest-ram  the device's DMA (rnic_dma_copy through its RAM cache, or
+             rnic_ram_copy_mapped on an IOThread past it, as behind an
+             IOMMU) and a vCPU's or qtest's access to the same guest
+             memory: unordered as with any DMA engine; the guest orders
+             them with doorbells and completions.
 Every other device report fails the run.  Reports with no rnic access are
 QEMU's own (its lock-free bottom-half list and QOM reference counts use
 fences and plain reads that TSan does not model); they are counted and
@@ -23,7 +25,7 @@ import sys
 
 COPY = re.compile(r'^(memcpy|memmove|memset|__tsan_\w+|__interceptor_\w+)$')
 OURS = re.compile(r'/hw/rnic/|rnic-core')
-GUEST_RAM = {'rnic_dma_copy'}
+GUEST_RAM = {'rnic_dma_copy', 'rnic_ram_copy_mapped'}
 
 
 def accesses(block):
