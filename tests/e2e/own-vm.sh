@@ -8,9 +8,10 @@
 # repository that reach the VMs are the two packages of make guest-debs
 # (rnic-dkms, librnic) and the test script, on a second small disk.  In
 # each VM apt installs the packages, DKMS compiles rnic.ko for the VM's
-# kernel, modprobe rnic; then between the two VMs: rdma link, ibv_devinfo,
-# rping -V and ib_write_bw -R, all from Debian's rdma-core and perftest
-# (lib/own-vm-guest.sh).  Prints where the time went: image, packages,
+# kernel, modprobe rnic; the RDMA address is that of a NIC with the rnic's
+# MAC (its companion; systemd-networkd gives it the address); then between
+# the two VMs: ping, rdma link, ibv_devinfo, rping -V and ib_write_bw -R,
+# all from Debian's rdma-core and perftest (lib/own-vm-guest.sh).  Prints where the time went: image, packages,
 # boot, DKMS in the guest, tests.
 # Costs (TCG, 2 cores, measured): about 3 minutes with the image cached
 # (boot 17-22 s, apt with the DKMS compile 2-2.5 min, tests 5-17 s), plus
@@ -49,18 +50,22 @@ own_data_disk() {
     e2e_vm_data_disk "$data/disk" "$data/disk.img"
 }
 
-# own_vm ROLE ADDR PEER: one VM in the background.  The image is opened
-# with snapshot=on, its writes going to a temporary overlay, so both VMs
-# share the cached image and leave it as it was.
+# own_vm ROLE ADDR PEER LINK MAC: one VM in the background.  The image is
+# opened with snapshot=on, its writes going to a temporary overlay, so both
+# VMs share the cached image and leave it as it was.  Besides -nic user it
+# has a second NIC, on a -netdev socket LINK between the two VMs, whose
+# MAC is its rnic's: the port's companion, so the RDMA address is an
+# address of that NIC and carries the VMs' own TCP too.
 own_vm() {
     # shellcheck disable=SC2154,SC2086  # set by e2e_rnic_pair; rnic_io: words
     e2e_guest_start "$name-$1" "$E2E_VM_INITRD" \
-        "root=LABEL=rnic-vm rw e2e.role=$1 e2e.ip=$2 e2e.peer=$3 e2e.port=$port e2e.perf=ib_write_bw${E2E_OWN_VM_BREAK:+ e2e.break=$E2E_OWN_VM_BREAK}" \
+        "root=LABEL=rnic-vm rw e2e.role=$1 e2e.ip=$2 e2e.peer=$3 e2e.port=$port e2e.mac=$5 e2e.perf=ib_write_bw${E2E_OWN_VM_BREAK:+ e2e.break=$E2E_OWN_VM_BREAK}" \
         -m "$E2E_OWN_VM_MEM" \
         -drive "file=$E2E_VM_IMG,if=virtio,format=raw,snapshot=on" \
         -drive "file=$data/disk.img,if=virtio,format=raw,readonly=on" \
         -nic user,model=virtio-net-pci \
-        $rnic_io -device "$dev"
+        -netdev "socket,id=l0,$4" -device "virtio-net-pci,netdev=l0,mac=$5" \
+        $rnic_io -device "$dev,mac=$5"
 }
 
 # The guest's E2E-TIME NAME SECONDS lines, as "NAME N s" for the summary.
@@ -83,8 +88,11 @@ e2e_rnic_pair
 E2E_VMLINUZ=$E2E_VM_KERNEL
 t=$(date +%s)
 # shellcheck disable=SC2154  # net: e2e_rnic_pair
-own_vm server "$net.1" "$net.2"
-own_vm client "$net.2" "$net.1"
+link=$(e2e_free_port)
+mac=52:54:00:e2:$((RANDOM % 90 + 10)):0
+own_vm server "$net.1" "$net.2" "listen=127.0.0.1:$link" "${mac}1"
+e2e_wait_listen "$link"
+own_vm client "$net.2" "$net.1" "connect=127.0.0.1:$link" "${mac}2"
 rc=0
 e2e_guest_wait "$name-client" || rc=1
 e2e_guest_wait "$name-server" || rc=1

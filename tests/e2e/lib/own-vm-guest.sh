@@ -5,9 +5,11 @@
 # by the image's rnic-e2e.service from the second disk, which holds this
 # file as run.sh, guest-lib.sh (the markers) and the two packages.  It
 # does what a user would: install the packages with apt (DKMS compiles
-# rnic.ko here, for this kernel), modprobe rnic, then rdma-core's and
-# perftest's own tools from Debian against the other VM.
+# rnic.ko here, for this kernel), give the RDMA address to the NIC with
+# the rnic's MAC, modprobe rnic, then ping and rdma-core's and perftest's
+# own tools from Debian against the other VM.
 #   e2e.role=server|client  e2e.ip=ADDR  e2e.peer=ADDR  e2e.port=PORT
+#   e2e.mac=MAC             the rnic's, and its companion NIC's
 #   e2e.perf=ib_write_bw    (guest-lib.sh's e2e_perf_all)
 #   e2e.break=no-provider   install rnic-dkms only: the test must fail
 # Ports: rping on PORT, perftest from PORT+1 (its end rping after it).
@@ -78,22 +80,45 @@ own_install() {
     e2e_check dkms-installed sh -c "dkms status rnic | grep -q '$(uname -r).*: installed'"
 }
 
+# The RDMA address on the NIC with the rnic's MAC (e2e.mac), as a user
+# configures it: a systemd-networkd file ahead of the image's DHCP one.
+own_address() {
+    mkdir -p /run/systemd/network
+    printf '[Match]\nMACAddress=%s\n\n[Network]\nAddress=%s/24\n' \
+        "$(e2e_arg mac)" "$me" >/run/systemd/network/10-rnic.network
+    networkctl reload
+}
+
+# rdma link's line for the port, once it is ACTIVE (networkd sets the
+# address in its own time); at most 60 s.
+own_link_active() {
+    local i
+    for i in $(seq 60); do
+        rdma link show "$ibdev/1" | grep -q 'state ACTIVE' && return 0
+        sleep 1
+    done
+    return 1
+}
+
 # rnic.ko, then the RDMA stack's user-space access (rdma-core's udev
 # rules load these for a new device too; asking again costs nothing).
 # udev names the devices (rdma_rename, predictable netdev names), so
-# their names are read back from sysfs: ibdev, netdev.
+# their names are read back: ibdev from sysfs, netdev from rdma link.
 own_up() {
+    own_address
     e2e_check modprobe-rnic modprobe rnic || return 1
     udevadm settle
     modprobe rdma_ucm && modprobe ib_uverbs ||
         { e2e_fail modules "modprobe rdma_ucm ib_uverbs failed"; return 1; }
     ibdev=$(ls /sys/class/infiniband | head -n1)
-    netdev=$(ls "/sys/class/infiniband/$ibdev/device/net" 2>/dev/null | head -n1)
-    echo "rdma device: ${ibdev:-none}, netdev: ${netdev:-none}"
-    [ -n "$netdev" ] || { e2e_fail devices "no RDMA device with a netdev"; return 1; }
-    ip link set "$netdev" up && ip addr add "$me/24" dev "$netdev"
+    own_link_active
     rdma link show
-    e2e_check rdma-link sh -c "rdma link show $ibdev/1 | grep -q 'state ACTIVE .*netdev $netdev'"
+    netdev=$(rdma link show "$ibdev/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+    echo "rdma device: ${ibdev:-none}, netdev: ${netdev:-none}"
+    e2e_check rdma-link-companion sh -c "rdma link show $ibdev/1 | grep -q 'state ACTIVE' &&
+        grep -qix '$(e2e_arg mac)' /sys/class/net/$netdev/address &&
+        ! grep -q rnic /sys/class/net/$netdev/device/uevent" || return 1
+    e2e_retry ping 30 ping -c 2 -W 2 "$peer"
     ibv_devinfo -d "$ibdev" >/tmp/devinfo.out 2>&1
     cat /tmp/devinfo.out
     e2e_check ibv_devinfo sh -c "grep -q 'transport:[[:space:]]*iWARP' /tmp/devinfo.out &&

@@ -20,12 +20,13 @@
 #   e2e_vm_data_disk DIR OUT   a small ext4 image of DIR (the second disk)
 
 E2E_VM_SUITE=bookworm
-# What the brief of an "own VM" asks for, plus what it needs to boot
+# What an "own VM" test uses (ping for the address the RDMA port shares
+# with the VM's NIC), plus what it needs to boot
 # (systemd-sysv, udev, and dbus, which systemd recommends).  mmdebstrap
 # installs no Recommends: everything the VM uses is named here.
 E2E_VM_PKGS=(systemd-sysv udev dbus kmod linux-image-amd64
              linux-headers-amd64 dkms rdma-core ibverbs-utils rdmacm-utils
-             perftest iproute2)
+             perftest iproute2 iputils-ping)
 # Room left free in the root file system: apt unpacking the two packages,
 # DKMS building rnic.ko (about 30 MB of objects), the journal.
 E2E_VM_FREE_MIB=1024
