@@ -107,20 +107,15 @@ debs_build() {  # ROOT: the .deb into $out, files owned by root
 }
 
 # rnic-dkms: the driver's sources and the headers they include, in the
-# repository's layout (dkms.conf says why), under /usr/src/rnic-VERSION.
+# repository's layout (dkms.conf says why), under /usr/src/rnic-VERSION:
+# the same files every build of ours compiles (tests/e2e/lib/driver.sh),
+# and the Makefile DKMS runs.
 dkms_stage() {
-    local root=$1 src f
+    local root=$1 src
     src=$root/usr/src/rnic-$version
-    mkdir -p "$src/guest-driver/linux" "$src/include/rnic"
-    for f in "$top"/guest-driver/linux/*.[ch]; do
-        # Kbuild's generated rnic.mod.c of a local build is not source.
-        case $f in *.mod.c) continue ;; esac
-        install -m 0644 "$f" "$src/guest-driver/linux/"
-    done
-    install -m 0644 "$top/guest-driver/linux/Kbuild" \
-        "$top/guest-driver/linux/Makefile" "$src/guest-driver/linux/"
-    install -m 0644 "$top"/guest-driver/*.h "$src/guest-driver/"
-    install -m 0644 "$top/include/rnic/rnic-abi.h" "$src/include/rnic/"
+    e2e_driver_sync "$src"
+    install -m 0644 "$top/guest-driver/linux/Makefile" "$src/guest-driver/linux/"
+    chmod -R u=rwX,go=rX "$src"
     sed "s/@VERSION@/$version/g" "$here/dkms/dkms.conf" >"$src/dkms.conf"
     debs_doc "$root" rnic-dkms
     debs_control "$root" rnic-dkms all \
@@ -141,8 +136,6 @@ dkms_stage() {
 # is on the loader's path in the VM).
 librnic_stage() {
     local root=$1 multiarch so arch libc
-    # shellcheck source-path=SCRIPTDIR/../../tests/e2e/lib
-    . "$top/tests/e2e/lib/common.sh"
     . "$E2E_LIB/initramfs.sh"
     . "$E2E_LIB/userland.sh"
     . "$E2E_LIB/librnic.sh"
@@ -183,6 +176,9 @@ if [ "${1:-}" = --version ]; then
     echo "$version"
     exit 0
 fi
+# shellcheck source-path=SCRIPTDIR/../../tests/e2e/lib
+. "$top/tests/e2e/lib/common.sh"
+. "$E2E_LIB/driver.sh"
 maintainer=$(debs_maintainer)
 stage=$out/stage
 rm -rf "$stage"
