@@ -92,6 +92,8 @@ static void rnic_netdev_set(struct rnic_ib_dev *dev, struct net_device *nd)
 	if (nd)
 		memcpy(dev->ibdev.iw_ifname, nd->name,
 		       sizeof(dev->ibdev.iw_ifname));
+	else
+		dev->ibdev.iw_ifname[0] = '\0';
 	synchronize_net();	/* no CM reader sees the old one any more */
 }
 

@@ -39,21 +39,21 @@ e2e_check rdma-link-companion sh -c \
 e2e_check no-own-netdev sh -c '! ip link show rnic0 2>/dev/null'
 e2e_retry ping 30 ping -c 2 -W 2 "$peer"
 
+# perftest as rdma-rnic.sh runs it (e2e_perf_all: the server restarts
+# after a client that gave up, e.g. on perftest's clock check under TCG),
+# on PORT+1; its closing rping on PORT+2 ends the server's side.
 if [ "$role" = server ]; then
     qperf >/tmp/qperf-server.out 2>&1 &
     qperf_pid=$!
     e2e_check rping-server timeout 120 rping -s -a "$me" -p "$port" -C 5 -v
-    e2e_check ib_write_bw-server timeout 300 ib_write_bw -R -p $((port + 1)) -n 200
-    e2e_check done-server timeout 300 rping -s -a "$me" -p $((port + 2)) -C 1
+    e2e_perf_all server "$me" $((port + 1))
     kill "$qperf_pid"
 else
     e2e_retry rping-client 60 timeout 30 rping -c -a "$peer" -p "$port" -C 5 -v -V
-    e2e_retry ib_write_bw-client 60 timeout 120 \
-        ib_write_bw -R -p $((port + 1)) -n 200 "$peer"
     # iWARP has no Write with Immediate: rc_bw (Send) and RDMA Read.
     e2e_retry qperf-cm1 30 timeout 120 \
         qperf -cm1 -t 2 "$peer" rc_bw rc_rdma_read_bw
-    e2e_retry done-client 60 timeout 30 rping -c -a "$peer" -p $((port + 2)) -C 1
+    e2e_perf_all client "$peer" $((port + 1))
 fi
 e2e_rnic_unload_clean
 GUEST
@@ -61,7 +61,7 @@ GUEST
 e2e_rnic_pair
 link=$(e2e_free_port)
 mac=52:54:00:e2:$((RANDOM % 90 + 10)):0
-args="e2e.port=$port"
+args="e2e.port=$port e2e.perf=ib_write_bw"
 # shellcheck disable=SC2086
 e2e_guest_start "$name-server" "$initrd" \
     "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io \
