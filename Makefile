@@ -45,7 +45,7 @@ SAN_ENV    := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 .PHONY: all core qemu qemu-san qemu-tsan check check-unit check-unit-san \
-        check-qemu check-qtest check-qtest-san check-tsan check-capture run lint clean \
+        check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture run lint clean \
         distclean need-configure
 
 all: core qemu
@@ -125,13 +125,17 @@ check-tsan: qemu-tsan
 
 check:
 	@bash scripts/check-all.sh check-allow check-driver check-unit check-unit-san \
-	    check-qemu check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
+	    check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
 	    check-soak check-e2e
 
 # The QEMU we build runs users' VMs: KVM and TCG, the default devices
 # and rnic on q35 and pc.
 check-qemu: qemu
 	@bash tests/qemu/device-set.sh $(QEMU_BIN)
+
+# docs/spec.md against rnic-abi.h and against the device (tests/spec/).
+check-spec: qemu
+	@bash tests/spec/run.sh $(QEMU_BIN) $(BUILD)/spec
 
 # The unit tests again under AddressSanitizer and UBSan.
 check-unit-san:

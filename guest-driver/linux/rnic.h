@@ -112,15 +112,6 @@ void rnic_cmdq_abort(struct rnic_dev *rdev);
 int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd);
 
 /* The payload of a command that names one object by its handle. */
-union rnic_handle_payload {
-	struct rnic_cmd_pd pd;
-	struct rnic_cmd_stag stag;
-	struct rnic_cmd_create_cq cq;
-	struct rnic_cmd_create_qp qp;
-	struct rnic_cmd_listen listen;
-};
-
-void rnic_handle_payload(union rnic_handle_payload *p, u8 opcode, u32 handle);
 /* The same without logging the device's refusals: for user requests. */
 int rnic_cmd_exec_quiet(struct rnic_dev *rdev, struct rnic_cmd *cmd);
 const char *rnic_cmd_status_name(u16 status);

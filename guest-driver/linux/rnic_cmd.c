@@ -146,34 +146,6 @@ out:
 	return err;
 }
 
-/*
- * DESTROY_PD, DEREG_MR, INVALIDATE, DESTROY_CQ, DESTROY_QP or UNLISTEN:
- * the handle where that command's payload has it.
- */
-void rnic_handle_payload(union rnic_handle_payload *p, u8 opcode, u32 handle)
-{
-	__le32 h = cpu_to_le32(handle);
-
-	memset(p, 0, sizeof(*p));
-	switch (opcode) {
-	case RNIC_CMD_DESTROY_CQ:
-		p->cq.cqn = h;
-		break;
-	case RNIC_CMD_DESTROY_QP:
-		p->qp.qpn = h;
-		break;
-	case RNIC_CMD_UNLISTEN:
-		p->listen.listener_id = h;
-		break;
-	case RNIC_CMD_DESTROY_PD:
-		p->pd.pdn = h;
-		break;
-	default:	/* DEREG_MR, INVALIDATE */
-		p->stag.stag = h;
-		break;
-	}
-}
-
 int rnic_cmd_exec(struct rnic_dev *rdev, struct rnic_cmd *cmd)
 {
 	return __rnic_cmd_exec(rdev, cmd, false);

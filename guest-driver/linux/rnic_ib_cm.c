@@ -144,7 +144,11 @@ static int rnic_ib_conn_cmd(struct rnic_ib_dev *dev, u8 opcode, u32 qpn,
 			    u32 *out_conn)
 {
 	const struct rnic_device_attr *a = &dev->rdev->attr;
-	struct rnic_cmd_connect p = { };
+	union {
+		struct rnic_cmd_connect connect;
+		struct rnic_cmd_accept accept;	/* ACCEPT, REJECT */
+	} p = { };
+	struct rnic_conn_param *param;
 	struct rnic_ib_pdata pd;
 	struct rnic_cmd cmd;
 	int err;
@@ -152,14 +156,19 @@ static int rnic_ib_conn_cmd(struct rnic_ib_dev *dev, u8 opcode, u32 qpn,
 	err = rnic_ib_pdata_get(dev, &pd, pdata, len);
 	if (err)
 		return err;
-	p.qpn = cpu_to_le32(qpn);
-	p.conn_id = cpu_to_le32(conn_id);
-	if (peer)
-		p.peer = *peer;
-	p.ird = cpu_to_le16(min_t(u32, ird, le32_to_cpu(a->max_ird)));
-	p.ord = cpu_to_le16(min_t(u32, ord, le32_to_cpu(a->max_ord)));
-	p.pdata_len = cpu_to_le16(len);
-	p.pdata_addr = cpu_to_le64(pd.dma);
+	if (opcode == RNIC_CMD_CONNECT) {
+		p.connect.qpn = cpu_to_le32(qpn);
+		p.connect.peer = *peer;
+		param = &p.connect.param;
+	} else {
+		p.accept.conn_id = cpu_to_le32(conn_id);
+		p.accept.qpn = cpu_to_le32(qpn);
+		param = &p.accept.param;
+	}
+	param->ird = cpu_to_le16(min_t(u32, ird, le32_to_cpu(a->max_ird)));
+	param->ord = cpu_to_le16(min_t(u32, ord, le32_to_cpu(a->max_ord)));
+	param->pdata_len = cpu_to_le16(len);
+	param->pdata_addr = cpu_to_le64(pd.dma);
 	err = rnic_ib_cmd(dev, opcode, &p, sizeof(p), &cmd);
 	rnic_ib_pdata_put(dev, &pd);
 	if (!err && out_conn)

@@ -59,7 +59,7 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
 	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
 	struct rnic_ib_cq *cq = to_rcq(ibcq);
-	struct rnic_cmd_create_cq p = { };
+	struct rnic_cmd_cq p = { };
 	struct rnic_cmd cmd;
 	u32 log, udb = 0;
 	int err;
@@ -90,7 +90,7 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	err = rnic_ib_cmd(dev, RNIC_CMD_CREATE_CQ, &p, sizeof(p), &cmd);
 	if (err)
 		goto err_ring;
-	cq->cqn = le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
+	cq->cqn = le32_to_cpu(((struct rnic_cmd_cq *)cmd.u.raw)->cqn);
 	if (cq->umap) {
 		err = rnic_ib_cq_export(cq, udata);
 		if (err)

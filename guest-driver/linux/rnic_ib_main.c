@@ -30,12 +30,12 @@ int rnic_ib_cmd(struct rnic_ib_dev *dev, u8 opcode, const void *in,
 	return err;
 }
 
+/* A command on one object: its handle is the payload's first word. */
 int rnic_ib_cmd_handle(struct rnic_ib_dev *dev, u8 opcode, u32 handle)
 {
-	union rnic_handle_payload p;
+	__le32 h = cpu_to_le32(handle);
 
-	rnic_handle_payload(&p, opcode, handle);
-	return rnic_ib_cmd(dev, opcode, &p, sizeof(p), NULL);
+	return rnic_ib_cmd(dev, opcode, &h, sizeof(h), NULL);
 }
 
 static int rnic_ib_query_device(struct ib_device *ibdev,

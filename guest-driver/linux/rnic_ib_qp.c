@@ -109,7 +109,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
 	struct rnic_ib_qp *qp = to_rqp(ibqp);
-	struct rnic_cmd_create_qp p = { };
+	struct rnic_cmd_qp p = { };
 	struct ib_qp_cap *cap = &attr->cap;
 	struct rnic_cmd cmd;
 	u32 slog, rlog, udb;
@@ -149,7 +149,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	err = rnic_ib_cmd(dev, RNIC_CMD_CREATE_QP, &p, sizeof(p), &cmd);
 	if (err)
 		goto err_free;
-	qp->qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+	qp->qpn = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
 	if (udata)
 		err = rnic_ib_qp_export(qp, udata);
 	if (!err)

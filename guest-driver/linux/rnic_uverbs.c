@@ -171,13 +171,12 @@ static int rnic_ucmd(struct rnic_uctx *ctx, u8 opcode, const void *in,
 	return err;
 }
 
-/* A command naming one object (rnic_handle_payload). */
+/* A command on one object: its handle is the payload's first word. */
 static int rnic_ucmd_handle(struct rnic_uctx *ctx, u8 opcode, u32 handle)
 {
-	union rnic_handle_payload p;
+	__le32 h = cpu_to_le32(handle);
 
-	rnic_handle_payload(&p, opcode, handle);
-	return rnic_ucmd(ctx, opcode, &p, sizeof(p), NULL);
+	return rnic_ucmd(ctx, opcode, &h, sizeof(h), NULL);
 }
 
 /* ---- memory regions ---- */
@@ -330,7 +329,7 @@ static void rnic_ucq_release(struct kref *ref)
 static int rnic_ioc_create_cq(struct rnic_uctx *ctx, struct rnic_u_cq *u)
 {
 	struct rnic_dev *rdev = ctx->rdev;
-	struct rnic_cmd_create_cq p = { 0 };
+	struct rnic_cmd_cq p = { 0 };
 	struct rnic_cmd cmd;
 	struct rnic_ucq *cq;
 	int err;
@@ -353,7 +352,7 @@ static int rnic_ioc_create_cq(struct rnic_uctx *ctx, struct rnic_u_cq *u)
 	err = rnic_ucmd(ctx, RNIC_CMD_CREATE_CQ, &p, sizeof(p), &cmd);
 	if (err)
 		goto err_ring;
-	cq->cqn = le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
+	cq->cqn = le32_to_cpu(((struct rnic_cmd_cq *)cmd.u.raw)->cqn);
 	err = xa_err(xa_store(&ctx->cqs, cq->cqn, cq, GFP_KERNEL));
 	if (!err)
 		err = rnic_route_add(&rdev->cq_owner, cq->cqn, ctx);
@@ -448,7 +447,7 @@ static int rnic_ioc_create_qp(struct rnic_uctx *ctx, struct rnic_u_qp *u)
 {
 	struct rnic_dev *rdev = ctx->rdev;
 	u32 max_wr = le32_to_cpu(rdev->attr.max_qp_wr);
-	struct rnic_cmd_create_qp p = { 0 };
+	struct rnic_cmd_qp p = { 0 };
 	struct rnic_ucq *scq, *rcq;
 	struct rnic_cmd cmd;
 	struct rnic_uqp *qp;
@@ -486,7 +485,7 @@ static int rnic_ioc_create_qp(struct rnic_uctx *ctx, struct rnic_u_qp *u)
 	err = rnic_ucmd(ctx, RNIC_CMD_CREATE_QP, &p, sizeof(p), &cmd);
 	if (err)
 		goto err_free;
-	qp->qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+	qp->qpn = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
 	err = xa_err(xa_store(&ctx->qps, qp->qpn, qp, GFP_KERNEL));
 	if (!err)
 		err = rnic_route_add(&rdev->qp_owner, qp->qpn, ctx);
@@ -617,7 +616,11 @@ static int rnic_ioc_conn(struct rnic_uctx *ctx, unsigned int ioc,
 			 struct rnic_u_conn *u)
 {
 	u8 pdata[RNIC_MAX_PDATA];
-	struct rnic_cmd_connect p = { 0 };
+	union {
+		struct rnic_cmd_connect connect;
+		struct rnic_cmd_accept accept;	/* ACCEPT, REJECT */
+	} p = { };
+	struct rnic_conn_param *param = &p.accept.param;
 	struct rnic_device_attr *a = &ctx->rdev->attr;
 	struct rnic_cmd cmd;
 	dma_addr_t pd_dma = 0;
@@ -641,14 +644,20 @@ static int rnic_ioc_conn(struct rnic_uctx *ctx, unsigned int ioc,
 			return -ENOMEM;
 		memcpy(pd_va, pdata, u->pdata_len);
 	}
-	p.qpn = cpu_to_le32(u->qpn);
-	p.conn_id = cpu_to_le32(u->conn_id);
-	p.peer = u->peer;
-	p.ird = cpu_to_le16(min_t(u32, u->ird, le32_to_cpu(a->max_ird)));
-	p.ord = cpu_to_le16(min_t(u32, u->ord, le32_to_cpu(a->max_ord)));
-	p.pdata_len = cpu_to_le16(u->pdata_len);
-	p.rtr = u->rtr;
-	p.pdata_addr = cpu_to_le64(pd_dma);
+	if (ioc == RNIC_IOC_CONNECT) {
+		p.connect.qpn = cpu_to_le32(u->qpn);
+		p.connect.peer = u->peer;
+		param = &p.connect.param;
+	} else {
+		p.accept.conn_id = cpu_to_le32(u->conn_id);
+		if (ioc == RNIC_IOC_ACCEPT)
+			p.accept.qpn = cpu_to_le32(u->qpn);
+	}
+	param->ird = cpu_to_le16(min_t(u32, u->ird, le32_to_cpu(a->max_ird)));
+	param->ord = cpu_to_le16(min_t(u32, u->ord, le32_to_cpu(a->max_ord)));
+	param->pdata_len = cpu_to_le16(u->pdata_len);
+	param->rtr = u->rtr;
+	param->pdata_addr = cpu_to_le64(pd_dma);
 	opcode = ioc == RNIC_IOC_CONNECT ? RNIC_CMD_CONNECT :
 		 ioc == RNIC_IOC_ACCEPT ? RNIC_CMD_ACCEPT : RNIC_CMD_REJECT;
 	err = rnic_ucmd(ctx, opcode, &p, sizeof(p), &cmd);
@@ -810,7 +819,7 @@ static void rnic_uctx_destroy_all(struct rnic_uctx *ctx)
 	xa_for_each(&ctx->listeners, id, entry)
 		rnic_ulistener_destroy(ctx, id);
 	xa_for_each(&ctx->conns, id, entry) {
-		struct rnic_cmd_connect p = { .conn_id = cpu_to_le32(id) };
+		struct rnic_cmd_accept p = { .conn_id = cpu_to_le32(id) };
 
 		/* Connections still pending are refused; others say no. */
 		if (!ctx->dead)

@@ -379,7 +379,7 @@ uint16_t rnic_cmd_unlisten(RnicState *s, struct rnic_cmd *cmd)
 }
 
 /* Reads the guest's private data for an MPA frame. */
-static uint16_t rnic_cm_pdata(RnicState *s, const struct rnic_cmd_connect *p,
+static uint16_t rnic_cm_pdata(RnicState *s, const struct rnic_conn_param *p,
                               uint8_t *buf)
 {
     uint16_t len = le16_to_cpu(p->pdata_len);
@@ -403,7 +403,7 @@ static RnicQp *rnic_cm_idle_qp(RnicState *s, uint32_t qpn)
 
 static uint16_t rnic_conn_start_initiator(RnicState *s, RnicConn *c,
                                           RnicQp *qp,
-                                          const struct rnic_cmd_connect *p,
+                                          const struct rnic_conn_param *p,
                                           const uint8_t *pd)
 {
     struct rnic_mpa_params mp;
@@ -420,7 +420,7 @@ static uint16_t rnic_conn_start_initiator(RnicState *s, RnicConn *c,
 }
 
 /*
- * ABI 0.2: CONNECT's local address, when the guest names one.  Mapped by
+ * CONNECT's local address, when the guest names one.  Mapped by
  * addr-map as LISTEN's is; the guest may take on the host only what it
  * may LISTEN on (listen-allow, on the host address).
  */
@@ -481,9 +481,9 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DENIED,
                             "peer not in peer-allow");
     }
-    status = rnic_cm_pdata(s, p, pd);
+    status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cm_fail("CONNECT", status, "private data");
+        return rnic_cm_fail("CONNECT", status, "param.pdata_len or pdata_addr");
     }
     fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
     c = fd < 0 ? NULL : rnic_conn_new(s, fd, true, false);
@@ -502,7 +502,7 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
         rnic_conn_drop(c);
         return status;
     }
-    status = rnic_conn_start_initiator(s, c, qp, p, pd);
+    status = rnic_conn_start_initiator(s, c, qp, &p->param, pd);
     if (status != RNIC_CMD_OK) {
         rnic_conn_drop(c);
         return rnic_cm_fail("CONNECT", status, "MPA parameters");
@@ -540,7 +540,7 @@ static void rnic_cm_send_reply(RnicConn *c, const void *buf, size_t len)
 
 /* Responder side: the guest's answer to CONN_REQUEST. */
 static uint16_t rnic_conn_reply(RnicState *s, RnicConn *c, RnicQp *qp,
-                                const struct rnic_cmd_connect *p,
+                                const struct rnic_conn_param *p,
                                 const uint8_t *pd)
 {
     struct rnic_mpa_params mp;
@@ -566,7 +566,7 @@ static uint16_t rnic_conn_reply(RnicState *s, RnicConn *c, RnicQp *qp,
 
 uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
 {
-    struct rnic_cmd_connect *p = (void *)cmd->u.raw;
+    struct rnic_cmd_accept *p = (void *)cmd->u.raw;
     RnicConn *c = rnic_conn_get(s, le32_to_cpu(p->conn_id));
     RnicQp *qp = rnic_cm_idle_qp(s, le32_to_cpu(p->qpn));
     uint8_t pd[RNIC_MAX_PDATA];
@@ -580,19 +580,19 @@ uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cm_fail("ACCEPT", RNIC_CMD_ERR_STATE,
                             "no such QP, or not IDLE and unconnected");
     }
-    status = rnic_cm_pdata(s, p, pd);
+    status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cm_fail("ACCEPT", status, "private data");
+        return rnic_cm_fail("ACCEPT", status, "param.pdata_len or pdata_addr");
     }
     if (c->initiator) {
         /* A handed-in connection on which we speak first. */
-        status = rnic_conn_start_initiator(s, c, qp, p, pd);
+        status = rnic_conn_start_initiator(s, c, qp, &p->param, pd);
         if (status == RNIC_CMD_OK) {
             rnic_conn_set_state(c, RNIC_CONN_WAIT_REPLY);
             rnic_conn_send_mpa(c, c->mpa.out, c->mpa.out_len);
         }
     } else {
-        status = rnic_conn_reply(s, c, qp, p, pd);
+        status = rnic_conn_reply(s, c, qp, &p->param, pd);
     }
     return status == RNIC_CMD_OK ? status
                                  : rnic_cm_fail("ACCEPT", status, "MPA");
@@ -600,7 +600,7 @@ uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
 
 uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
 {
-    struct rnic_cmd_connect *p = (void *)cmd->u.raw;
+    struct rnic_cmd_accept *p = (void *)cmd->u.raw;
     RnicConn *c = rnic_conn_get(s, le32_to_cpu(p->conn_id));
     uint8_t pd[RNIC_MAX_PDATA];
     uint16_t status;
@@ -610,16 +610,16 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cm_fail("REJECT", RNIC_CMD_ERR_HANDLE,
                             "no pending connection with this id");
     }
-    status = rnic_cm_pdata(s, p, pd);
+    status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cm_fail("REJECT", status, "private data");
+        return rnic_cm_fail("REJECT", status, "param.pdata_len or pdata_addr");
     }
     if (c->initiator) {
         rnic_conn_drop(c);      /* nothing was said yet: just close */
         return RNIC_CMD_OK;
     }
     len = rnic_mpa_build_reject(c->mpa.peer.rev, pd,
-                                le16_to_cpu(p->pdata_len), c->mpa.out,
+                                le16_to_cpu(p->param.pdata_len), c->mpa.out,
                                 sizeof(c->mpa.out));
     if (len < 0) {
         return rnic_cm_fail("REJECT", RNIC_CMD_ERR_PARAM, "MPA reject");

@@ -299,7 +299,7 @@ static bool rnic_udb_ok(RnicState *s, uint32_t udb_le)
 
 uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
 {
-    struct rnic_cmd_create_cq *p = (void *)cmd->u.raw;
+    struct rnic_cmd_cq *p = (void *)cmd->u.raw;
     uint64_t ring = le64_to_cpu(p->ring_addr);
     uint32_t i;
     RnicCq *cq;
@@ -346,7 +346,7 @@ static void rnic_cq_free(RnicState *s, RnicCq *cq)
 
 uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
 {
-    struct rnic_cmd_create_cq *p = (void *)cmd->u.raw;
+    struct rnic_cmd_cq *p = (void *)cmd->u.raw;
     RnicCq *cq = rnic_cq_get(s, le32_to_cpu(p->cqn));
 
     if (!cq) {
@@ -430,7 +430,7 @@ uint16_t rnic_cmd_destroy_srq(RnicState *s, struct rnic_cmd *cmd)
 
 /* ---- QPs ---- */
 
-static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_create_qp *p,
+static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_qp *p,
                               RnicCq **scq, RnicCq **rcq, RnicSrq **srq)
 {
     uint32_t srqn = le32_to_cpu(p->srqn);
@@ -463,7 +463,7 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_create_qp *p,
 
 uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
 {
-    struct rnic_cmd_create_qp *p = (void *)cmd->u.raw;
+    struct rnic_cmd_qp *p = (void *)cmd->u.raw;
     uint32_t pdn = le32_to_cpu(p->pdn);
     struct rnic_qp_attr attr;
     RnicCq *scq, *rcq;
@@ -536,7 +536,7 @@ static void rnic_qp_release(RnicState *s, RnicQp *qp)
 
 uint16_t rnic_cmd_destroy_qp(RnicState *s, struct rnic_cmd *cmd)
 {
-    struct rnic_cmd_create_qp *p = (void *)cmd->u.raw;
+    struct rnic_cmd_qp *p = (void *)cmd->u.raw;
     RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
 
     if (!qp) {
@@ -556,12 +556,10 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
     if (!qp) {
         return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_HANDLE, "no such QP");
     }
-    if (mask & ~(RNIC_MODIFY_STATE | RNIC_MODIFY_IRD_ORD)) {
-        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM, "unknown mask");
-    }
-    if (mask & RNIC_MODIFY_IRD_ORD) {
-        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_STATE,
-                             "IRD/ORD are set by CONNECT and ACCEPT");
+    if (mask & ~RNIC_MODIFY_STATE) {
+        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM,
+                             "mask has bits other than STATE (IRD/ORD are "
+                             "CONNECT's and ACCEPT's param.ird, param.ord)");
     }
     if (!(mask & RNIC_MODIFY_STATE)) {
         return RNIC_CMD_OK;

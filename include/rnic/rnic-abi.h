@@ -30,7 +30,7 @@
 #define RNIC_BAR_REGS_SIZE      0x1000
 #define RNIC_BAR_MSIX           2       /* MSI-X table and PBA */
 /*
- * 0.3: doorbell pages a driver may map into a process, one per 4 KiB
+ * Doorbell pages a driver may map into a process, one per 4 KiB
  * (property udb-pages).  Each page has DB_SQ..DB_SRQ at their BAR 0
  * offsets; a doorbell through page n reaches only queues created with
  * udb = n + 1 (docs/spec.md "Doorbell pages").
@@ -73,8 +73,8 @@
 #define RNIC_DB_VALUE(id, idx)  (((uint32_t)(idx) << 16) | ((id) & 0xffff))
 
 #define RNIC_ID_MAGIC           0x43494e52u     /* "RNIC" in memory order */
-#define RNIC_ABI_MAJOR          0
-#define RNIC_ABI_MINOR          3   /* 0.2, 0.3: additive over 0.1, spec.md */
+#define RNIC_ABI_MAJOR          1   /* docs/spec.md "ABI versions" */
+#define RNIC_ABI_MINOR          0
 #define RNIC_VERSION_VALUE      ((RNIC_ABI_MAJOR << 16) | RNIC_ABI_MINOR)
 
 #define RNIC_STATUS_READY       (1u << 0)   /* enabled, rings accepted */
@@ -120,7 +120,7 @@ enum rnic_cmd_opcode {
     RNIC_CMD_DISCONNECT     = 0x16,
     RNIC_CMD_QUERY_CONN     = 0x17,
     RNIC_CMD_INVALIDATE     = 0x18,
-    RNIC_CMD_ALLOC_MR       = 0x19,   /* 0.2 */
+    RNIC_CMD_ALLOC_MR       = 0x19,
 };
 
 enum rnic_cmd_status {
@@ -154,13 +154,21 @@ struct rnic_cmd {
     } u;
 };
 
-/* Command payloads: inputs, and outputs the device writes back. */
-struct rnic_cmd_query_device {      /* out: struct rnic_device_attr */
-    uint64_t attr_addr;             /* in: guest buffer, RNIC_DEVICE_ATTR_SIZE */
+/*
+ * Command payloads (docs/spec.md "Commands"), one layout rule: a command
+ * that acts on an object names it in the payload's first 32-bit word
+ * (offset 0), and a command that creates one returns its handle there.
+ * Each struct below says which opcodes use it; "in" fields are read,
+ * "out" fields written back; rsvd and fields an opcode does not use must
+ * be 0.  Every byte is a named field: no padding the compiler adds.
+ */
+struct rnic_cmd_query_device {      /* QUERY_DEVICE */
+    uint64_t attr_addr;             /* in: guest buffer for a struct
+                                     * rnic_device_attr, RNIC_DEVICE_ATTR_SIZE */
 };
 
-struct rnic_cmd_pd {                /* CREATE_PD (out), DESTROY_PD (in) */
-    uint32_t pdn;
+struct rnic_cmd_pd {                /* CREATE_PD, DESTROY_PD */
+    uint32_t pdn;                   /* out: CREATE_PD; in: DESTROY_PD */
 };
 
 /* Access flags of MRs, MWs and binds. */
@@ -177,23 +185,23 @@ struct rnic_cmd_pd {                /* CREATE_PD (out), DESTROY_PD (in) */
 #define RNIC_MR_POLICY_ONE_SHOT   2
 #define RNIC_MR_NO_REMOTE_INV     (1u << 7)   /* refuse Send with Invalidate */
 
-struct rnic_cmd_reg_mr {
+struct rnic_cmd_reg_mr {            /* REG_MR */
+    uint32_t stag;                  /* out */
     uint32_t pdn;                   /* in */
     uint32_t access;                /* in: RNIC_ACC_* */
+    uint32_t npages;                /* in: entries at pbl_addr */
     uint64_t iova;                  /* in: tagged offset of the first byte */
     uint64_t length;                /* in: bytes */
     uint64_t pbl_addr;              /* in: array of npages u64 page addresses */
-    uint32_t npages;                /* in */
     uint32_t first_byte_offset;     /* in: offset of iova in page 0 */
     uint8_t  page_shift;            /* in: 12..21 */
     uint8_t  key;                   /* in: low 8 bits of the STag */
     uint8_t  policy;                /* in: RNIC_MR_POLICY_* | flags */
     uint8_t  rsvd;
-    uint32_t stag;                  /* out */
 };
 
 /*
- * ALLOC_MR (0.2): a region with a page-list slot of max_pages entries and
+ * ALLOC_MR: a region with a page-list slot of max_pages entries and
  * no pages, invalid until a FAST_REG work request fills it.  With
  * RNIC_ALLOC_MR_PHYS: the PD's physical STag instead (max_pages 0): valid
  * at once, tagged offset = bus address, local read and write only, usable
@@ -202,28 +210,28 @@ struct rnic_cmd_reg_mr {
 #define RNIC_ALLOC_MR_PHYS          (1u << 0)
 #define RNIC_FAST_REG_MAX_PAGES     4096    /* max_pages at most */
 
-struct rnic_cmd_alloc_mr {
+struct rnic_cmd_alloc_mr {          /* ALLOC_MR */
+    uint32_t stag;                  /* out */
     uint32_t pdn;                   /* in */
     uint32_t max_pages;             /* in: 1..RNIC_FAST_REG_MAX_PAGES */
     uint8_t  key;                   /* in: low 8 bits of the STag */
     uint8_t  flags;                 /* in: RNIC_ALLOC_MR_* */
     uint16_t rsvd;
+};
+
+struct rnic_cmd_stag {              /* DEREG_MR, DEALLOC_MW, INVALIDATE */
+    uint32_t stag;                  /* in */
+};
+
+struct rnic_cmd_alloc_mw {          /* ALLOC_MW */
     uint32_t stag;                  /* out */
-};
-
-struct rnic_cmd_stag {              /* DEREG_MR, DEALLOC_MW, INVALIDATE (in) */
-    uint32_t stag;
-};
-
-struct rnic_cmd_alloc_mw {
     uint32_t pdn;                   /* in */
     uint8_t  type;                  /* in: 1 or 2 */
-    uint8_t  key;                   /* in */
+    uint8_t  key;                   /* in: low 8 bits of the STag */
     uint16_t rsvd;
-    uint32_t stag;                  /* out */
 };
 
-struct rnic_cmd_bind_mw {           /* type 1 windows only */
+struct rnic_cmd_bind_mw {           /* BIND_MW: type 1 windows only */
     uint32_t mw_stag;               /* in */
     uint32_t mr_stag;               /* in */
     uint64_t addr;                  /* in: tagged offset within the MR */
@@ -233,35 +241,38 @@ struct rnic_cmd_bind_mw {           /* type 1 windows only */
     uint8_t  policy;                /* in: RNIC_MR_POLICY_* | flags */
     uint16_t rsvd;
     uint32_t new_stag;              /* out */
+    uint32_t rsvd1;
 };
 
-struct rnic_cmd_create_cq {
-    uint64_t ring_addr;             /* in: 4 KiB aligned, contiguous */
+struct rnic_cmd_cq {                /* CREATE_CQ, DESTROY_CQ */
+    uint32_t cqn;                   /* out: CREATE_CQ; in: DESTROY_CQ */
     uint8_t  log_size;              /* in: log2(entries) */
     uint8_t  msix_vector;           /* in: 1..RNIC_MSIX_VECTORS-1 */
     uint16_t rsvd;
-    uint32_t cqn;                   /* in: DESTROY_CQ; out: CREATE_CQ */
-    uint32_t udb;                   /* in (0.3): doorbell page + 1, 0: none */
+    uint64_t ring_addr;             /* in: 4 KiB aligned, contiguous */
+    uint32_t udb;                   /* in: doorbell page + 1, 0: none */
+    uint32_t rsvd1;
 };
 
 #define RNIC_NO_SRQ                 0xffffffffu
 
-struct rnic_cmd_create_qp {
+struct rnic_cmd_qp {                /* CREATE_QP, DESTROY_QP */
+    uint32_t qpn;                   /* out: CREATE_QP; in: DESTROY_QP */
     uint32_t pdn;                   /* in */
     uint32_t send_cqn;              /* in */
     uint32_t recv_cqn;              /* in */
     uint32_t srqn;                  /* in: or RNIC_NO_SRQ */
-    uint64_t sq_addr;               /* in: send ring, 4 KiB aligned */
-    uint64_t rq_addr;               /* in: receive ring (unused with SRQ) */
     uint8_t  sq_log_size;           /* in */
-    uint8_t  rq_log_size;           /* in */
-    uint16_t flags;                 /* in: RNIC_QP_FLAG_* (0.1: reserved, 0) */
-    uint32_t qpn;                   /* in: MODIFY/QUERY/DESTROY; out: CREATE */
-    uint32_t udb;                   /* in (0.3): doorbell page + 1, 0: none */
+    uint8_t  rq_log_size;           /* in: 0 with an SRQ */
+    uint16_t flags;                 /* in: RNIC_QP_FLAG_* */
+    uint64_t sq_addr;               /* in: send ring, 4 KiB aligned */
+    uint64_t rq_addr;               /* in: receive ring, 0 with an SRQ */
+    uint32_t udb;                   /* in: doorbell page + 1, 0: none */
+    uint32_t rsvd;
 };
 
 /*
- * A kernel QP (0.2) may post FAST_REG and use the physical STag.  The
+ * A kernel QP may post FAST_REG and use the physical STag.  The
  * device cannot tell who asked: the driver sets this only for QPs of
  * kernel consumers and never lets user space choose it.
  */
@@ -276,19 +287,16 @@ enum rnic_qp_hw_state {
 };
 
 #define RNIC_MODIFY_STATE           (1u << 0)
-#define RNIC_MODIFY_IRD_ORD         (1u << 1)
 
-struct rnic_cmd_modify_qp {
+struct rnic_cmd_modify_qp {         /* MODIFY_QP */
     uint32_t qpn;                   /* in */
     uint32_t mask;                  /* in: RNIC_MODIFY_* */
     uint8_t  state;                 /* in: IDLE or ERROR (RTS comes from
                                      * CONNECT/ACCEPT) */
     uint8_t  rsvd[3];
-    uint16_t ird;                   /* in */
-    uint16_t ord;                   /* in */
 };
 
-struct rnic_cmd_query_qp {
+struct rnic_cmd_query_qp {          /* QUERY_QP */
     uint32_t qpn;                   /* in */
     uint8_t  state;                 /* out: enum rnic_qp_hw_state */
     /* out: the QP's last Terminate, RNIC_QP_TERM_*; layer << 4 | error
@@ -307,13 +315,13 @@ struct rnic_cmd_query_qp {
 #define RNIC_QP_TERM_RECEIVED       1   /* the peer's */
 #define RNIC_QP_TERM_SENT           2   /* ours */
 
-struct rnic_cmd_srq {
+struct rnic_cmd_srq {               /* CREATE_SRQ, DESTROY_SRQ */
+    uint32_t srqn;                  /* out: CREATE_SRQ; in: DESTROY_SRQ */
     uint32_t pdn;                   /* in */
     uint8_t  log_size;              /* in */
     uint8_t  rsvd[3];
-    uint64_t ring_addr;             /* in */
-    uint32_t srqn;                  /* in: DESTROY; out: CREATE */
-    uint32_t udb;                   /* in (0.3): doorbell page + 1, 0: none */
+    uint32_t udb;                   /* in: doorbell page + 1, 0: none */
+    uint64_t ring_addr;             /* in: 4 KiB aligned, contiguous */
 };
 
 #define RNIC_AF_INET        4
@@ -326,10 +334,11 @@ struct rnic_sockaddr {
     uint8_t  addr[16];              /* IPv4 in addr[0..3], network order */
 };
 
-struct rnic_cmd_listen {
-    struct rnic_sockaddr local;     /* in; port 0 = pick one (out) */
+struct rnic_cmd_listen {            /* LISTEN, UNLISTEN */
+    uint32_t listener_id;           /* out: LISTEN; in: UNLISTEN */
     uint32_t backlog;               /* in */
-    uint32_t listener_id;           /* in: UNLISTEN; out: LISTEN */
+    struct rnic_sockaddr local;     /* in; port 0: out, the port the host
+                                     * chose */
 };
 
 /*
@@ -346,40 +355,53 @@ struct rnic_cmd_listen {
 #define RNIC_RTR_GIVEN              (1u << 7)   /* in: these, not mpa-rtr */
 #define RNIC_RTR_P2P                (1u << 7)   /* out: peer-to-peer asked */
 
-/* Connection parameters of CONNECT, ACCEPT and REJECT. */
-struct rnic_cmd_connect {
-    uint32_t qpn;                   /* in: CONNECT, ACCEPT */
-    uint32_t conn_id;               /* in: ACCEPT, REJECT; out: CONNECT */
-    struct rnic_sockaddr peer;      /* in: CONNECT */
-    uint16_t ird;                   /* in */
-    uint16_t ord;                   /* in */
+/* What CONNECT, ACCEPT and REJECT send in the MPA Request, Reply or Reject. */
+struct rnic_conn_param {
+    uint16_t ird;                   /* in: Reads we serve at once, 0..max_ird */
+    uint16_t ord;                   /* in: Reads we issue at once, 0..max_ord */
     uint16_t pdata_len;             /* in: <= RNIC_MAX_PDATA */
-    uint8_t  rtr;                   /* in: CONNECT, ACCEPT: RNIC_RTR_* */
+    uint8_t  rtr;                   /* in: RNIC_RTR_* */
     uint8_t  rsvd;
     uint64_t pdata_addr;            /* in: MPA private data to send */
-    /* in, CONNECT (0.2): guest address of a struct rnic_sockaddr to bind
-     * before connecting; 0: the host chooses */
+};
+
+struct rnic_cmd_connect {           /* CONNECT */
+    uint32_t qpn;                   /* in */
+    uint32_t conn_id;               /* out */
+    struct rnic_sockaddr peer;      /* in */
+    uint32_t rsvd;
+    struct rnic_conn_param param;   /* in */
+    /* in: guest address of a struct rnic_sockaddr to bind before
+     * connecting; 0: the host chooses */
     uint64_t local_addr;
+};
+
+struct rnic_cmd_accept {            /* ACCEPT, REJECT */
+    uint32_t conn_id;               /* in */
+    uint32_t qpn;                   /* in: ACCEPT; REJECT: 0 */
+    struct rnic_conn_param param;   /* in; REJECT: pdata only */
 };
 
 #define RNIC_DISCONNECT_ABORT       (1u << 0)
 
-struct rnic_cmd_disconnect {
+struct rnic_cmd_disconnect {        /* DISCONNECT */
     uint32_t qpn;                   /* in */
     uint32_t flags;                 /* in: RNIC_DISCONNECT_* */
 };
 
-struct rnic_cmd_query_conn {        /* out: struct rnic_conn_info */
+struct rnic_cmd_query_conn {        /* QUERY_CONN */
     uint32_t conn_id;               /* in */
     uint8_t  rtr;                   /* out: the RTR type agreed, 0: none */
     uint8_t  peer_rtr;              /* out: RNIC_RTR_P2P | types the peer
                                      * offered, if it asked (Request) */
     uint16_t rsvd;
-    uint64_t info_addr;             /* in: guest buffer, RNIC_CONN_INFO_SIZE */
-    /* in (0.2): the QP of a connection that ended in CONN_REJECTED; its
-     * peer's Reject stays readable by conn_id until the QP's next CONNECT
-     * or DESTROY_QP.  0: live connections only (0.1) */
+    uint64_t info_addr;             /* in: guest buffer for a struct
+                                     * rnic_conn_info, RNIC_CONN_INFO_SIZE */
+    /* in: the QP of a connection that ended in CONN_REJECTED; its peer's
+     * Reject stays readable by conn_id until the QP's next CONNECT or
+     * DESTROY_QP.  0: live connections only */
     uint32_t qpn;
+    uint32_t rsvd1;
 };
 
 /* RFC 5044 §7.1: private data in an MPA Request or Reply, at most. */
@@ -424,10 +446,10 @@ struct rnic_device_attr {
     uint32_t flags;                 /* RNIC_DEV_* */
     uint64_t max_page_list_bytes;   /* property max-page-list-bytes */
     uint8_t  mpa_rtr;               /* property mpa-rtr: RNIC_RTR_* */
-    uint8_t  mac[6];                /* 0.2: property mac */
+    uint8_t  mac[6];                /* property mac */
     uint8_t  rsvd0;
-    uint32_t max_fast_reg_pages;    /* 0.2: RNIC_FAST_REG_MAX_PAGES */
-    uint32_t udb_pages;             /* 0.3: doorbell pages in BAR 4 */
+    uint32_t max_fast_reg_pages;    /* RNIC_FAST_REG_MAX_PAGES */
+    uint32_t udb_pages;             /* doorbell pages in BAR 4 */
     uint8_t  rsvd[24];
 };
 
@@ -455,8 +477,8 @@ enum rnic_wqe_opcode {
     RNIC_WQE_IMM_DATA        = 0x06,
     RNIC_WQE_LOCAL_INV       = 0x07,
     RNIC_WQE_BIND_MW         = 0x08,
-    RNIC_WQE_FAST_REG        = 0x09, /* 0.2: kernel QPs only */
-    RNIC_WQE_READ_INV        = 0x0a, /* 0.2: Read, then invalidate the sink */
+    RNIC_WQE_FAST_REG        = 0x09, /* kernel QPs only */
+    RNIC_WQE_READ_INV        = 0x0a, /* Read, then invalidate the sink */
     RNIC_WQE_RECV            = 0x80, /* completions only */
 };
 
@@ -467,7 +489,7 @@ enum rnic_wqe_opcode {
 #define RNIC_WQE_INLINE_MAX      64
 
 /*
- * FAST_REG (0.2), in the SGE area: registers the ALLOC_MR region named by
+ * FAST_REG, in the SGE area: registers the ALLOC_MR region named by
  * stag's index, with stag's key, from npages page addresses (u64 each) at
  * pbl_addr, read when the WR executes.
  */
@@ -480,7 +502,7 @@ struct rnic_wqe_fast_reg {
     uint32_t stag;                  /* the region's index, new key */
     uint32_t first_byte_offset;     /* of iova in page 0 */
     uint8_t  page_shift;            /* 12..21 */
-    uint8_t  rsvd[3];
+    uint8_t  rsvd[7];
 };
 
 struct rnic_sq_wqe {
@@ -631,15 +653,26 @@ struct rnic_event {
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 _Static_assert(sizeof(struct rnic_cmd) == RNIC_CMD_SIZE, "cmd");
-_Static_assert(sizeof(struct rnic_cmd_reg_mr) <= RNIC_CMD_PAYLOAD, "reg_mr");
-_Static_assert(sizeof(struct rnic_cmd_bind_mw) <= RNIC_CMD_PAYLOAD, "bind_mw");
-_Static_assert(sizeof(struct rnic_cmd_create_qp) <= RNIC_CMD_PAYLOAD, "qp");
-_Static_assert(sizeof(struct rnic_cmd_create_cq) <= RNIC_CMD_PAYLOAD, "cq");
-_Static_assert(sizeof(struct rnic_cmd_srq) <= RNIC_CMD_PAYLOAD, "srq");
-_Static_assert(sizeof(struct rnic_cmd_query_qp) <= RNIC_CMD_PAYLOAD, "qqp");
-_Static_assert(sizeof(struct rnic_cmd_listen) <= RNIC_CMD_PAYLOAD, "listen");
-_Static_assert(sizeof(struct rnic_cmd_connect) <= RNIC_CMD_PAYLOAD, "conn");
-_Static_assert(sizeof(struct rnic_cmd_alloc_mr) <= RNIC_CMD_PAYLOAD, "amr");
+#define RNIC_CMD_FITS(name) \
+    _Static_assert(sizeof(struct rnic_cmd_##name) <= RNIC_CMD_PAYLOAD, #name)
+RNIC_CMD_FITS(query_device);
+RNIC_CMD_FITS(pd);
+RNIC_CMD_FITS(reg_mr);
+RNIC_CMD_FITS(alloc_mr);
+RNIC_CMD_FITS(stag);
+RNIC_CMD_FITS(alloc_mw);
+RNIC_CMD_FITS(bind_mw);
+RNIC_CMD_FITS(cq);
+RNIC_CMD_FITS(qp);
+RNIC_CMD_FITS(modify_qp);
+RNIC_CMD_FITS(query_qp);
+RNIC_CMD_FITS(srq);
+RNIC_CMD_FITS(listen);
+RNIC_CMD_FITS(connect);
+RNIC_CMD_FITS(accept);
+RNIC_CMD_FITS(disconnect);
+RNIC_CMD_FITS(query_conn);
+#undef RNIC_CMD_FITS
 _Static_assert(sizeof(struct rnic_wqe_fast_reg) <=
                RNIC_WQE_MAX_SGE * sizeof(struct rnic_wqe_sge), "fast_reg");
 _Static_assert(sizeof(struct rnic_device_attr) == RNIC_DEVICE_ATTR_SIZE, "attr");

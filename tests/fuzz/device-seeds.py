@@ -77,18 +77,19 @@ def kernel_qp_setup(r, cmds):
     # region of 4 pages: what FAST_REG and READ_INV need to get anywhere.
     # Each command slot the device reads takes the next DMA pattern.
     setup = [command(cmds["RNIC_CMD_CREATE_PD"], []),
-             command(cmds["RNIC_CMD_CREATE_CQ"], [0x300000, 0, 4 | 1 << 8]),
+             # Word 0 of each payload is the handle (out, here).
+             command(cmds["RNIC_CMD_CREATE_CQ"], [0, 4 | 1 << 8, 0x300000, 0]),
              command(cmds["RNIC_CMD_CREATE_QP"],
-                     [1, 1, 1, 0xffffffff, 0x400000, 0, 0x500000, 0,
-                      3 | 3 << 8 | 1 << 16]),
-             command(cmds["RNIC_CMD_ALLOC_MR"], [1, 4, 0x10])]
+                     [0, 1, 1, 1, 0xffffffff, 3 | 3 << 8 | 1 << 16,
+                      0x400000, 0, 0x500000, 0]),
+             command(cmds["RNIC_CMD_ALLOC_MR"], [0, 1, 4, 0x10])]
     return (bring_up(r) + [dma_pattern(c) for c in setup] +
             [write(r["RNIC_REG_CMDQ_PROD"], len(setup)),
              bytes([OP_CLOCK_STEP])])
 
 
 def wr_seeds(r, cmds, wqe):
-    # ABI 0.2's work requests on a kernel QP: FAST_REG (page list at
+    # The work requests of a kernel QP: FAST_REG (page list at
     # 0x600000), Read with Invalidate, LOCAL_INV of the region.  They
     # reach the work-queue fetch and parse (checked with -print_coverage);
     # they run only once the QP is in RTS, which needs a connection this

@@ -113,7 +113,7 @@ static uint32_t cm_listen(CmTest *c, uint16_t *port)
 }
 
 /* Private data the guest sends with CONNECT/ACCEPT/REJECT. */
-static void cm_pdata(CmTest *c, struct rnic_cmd_connect *p, const char *s)
+static void cm_pdata(CmTest *c, struct rnic_conn_param *p, const char *s)
 {
     uint64_t a = guest_alloc(c->t.alloc, 512);
 
@@ -139,7 +139,7 @@ static struct rnic_event cm_request(CmTest *c, int fd, const char *pdata)
 static uint32_t cm_accept(CmTest *c, int fd, uint32_t conn_id)
 {
     uint8_t hdr[MPA_HDR], pd[512];
-    struct rnic_cmd_connect a = { .conn_id = conn_id };
+    struct rnic_cmd_accept a = { .conn_id = conn_id };
     struct rnic_event ev;
     uint32_t qpn = cm_create_qp(c);
 
@@ -185,7 +185,7 @@ static void test_passive_accept(void)
     uint8_t frame[600], hdr[MPA_HDR], pd[512];
     struct rnic_cmd_query_conn q;
     struct rnic_conn_info info;
-    struct rnic_cmd_connect a = { 0 };
+    struct rnic_cmd_accept a = { 0 };
     struct rnic_event ev;
     uint32_t listener, conn, qpn;
     uint16_t port;
@@ -218,9 +218,9 @@ static void test_passive_accept(void)
     qpn = cm_create_qp(&c);
     a.conn_id = cpu_to_le32(conn);
     a.qpn = cpu_to_le32(qpn);
-    a.ird = cpu_to_le16(4);
-    a.ord = cpu_to_le16(4);
-    cm_pdata(&c, &a, "welcome");
+    a.param.ird = cpu_to_le16(4);
+    a.param.ord = cpu_to_le16(4);
+    cm_pdata(&c, &a.param, "welcome");
     rnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
     /* A second ACCEPT of the same connection is refused. */
     g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a)),
@@ -243,7 +243,7 @@ static void test_passive_accept(void)
 static void test_passive_reject(void)
 {
     uint8_t hdr[MPA_HDR], pd[512];
-    struct rnic_cmd_connect r = { 0 };
+    struct rnic_cmd_accept r = { 0 };
     struct rnic_event ev;
     uint16_t port, len;
     CmTest c;
@@ -254,7 +254,7 @@ static void test_passive_reject(void)
     fd = rnic_tcp_connect(port, 0);
     ev = cm_request(&c, fd, "");
     r.conn_id = ev.id;
-    cm_pdata(&c, &r, "go away");
+    cm_pdata(&c, &r.param, "go away");
     rnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
     rnic_read_full(fd, hdr, MPA_HDR);
     g_assert_cmpmem(hdr, 16, MPA_REP_KEY, 16);
@@ -312,9 +312,9 @@ static void test_active_connect(void)
     qpn = cm_create_qp(&c);
     k.qpn = cpu_to_le32(qpn);
     k.peer = loopback(port);
-    k.ird = cpu_to_le16(2);
-    k.ord = cpu_to_le16(2);
-    cm_pdata(&c, &k, "ping");
+    k.param.ird = cpu_to_le16(2);
+    k.param.ord = cpu_to_le16(2);
+    cm_pdata(&c, &k.param, "ping");
     rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
     /* The QP is taken: a second CONNECT on it is refused. */
     g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
@@ -459,7 +459,7 @@ static uint16_t free_port(void)
 }
 
 /*
- * ABI 0.2: CONNECT binds the local address the guest names, within
+ * CONNECT binds the local address the guest names, within
  * listen-allow; the peer sees the connection come from it.
  */
 static void test_active_local_bind(void)
@@ -1004,7 +1004,7 @@ static void test_burst_held(void)
         g_assert_cmpint(send(fds[i], frame, len, MSG_NOSIGNAL), ==, len);
     }
     for (int i = 0; i < PEERS; i++) {
-        struct rnic_cmd_connect r = { 0 };
+        struct rnic_cmd_accept r = { 0 };
         struct rnic_event ev;
 
         rnic_wait_event(&c.t, &ev);

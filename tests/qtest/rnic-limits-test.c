@@ -200,7 +200,7 @@ static void test_cmdq_yields(void)
 static void test_wq_yields(void)
 {
     enum { NQP = 8, LOG = 15 };
-    struct rnic_cmd_create_qp c;
+    struct rnic_cmd_qp c;
     struct rnic_cmd_query_qp q;
     struct rnic_cmd cmd;
     uint32_t pdn, cqn, qpn[NQP], cons;
@@ -214,7 +214,7 @@ static void test_wq_yields(void)
     pdn = rnic_create_pd(&t);
     cqn = rnic_create_cq(&t, 3, 1, &cq_ring);
     for (int i = 0; i < NQP; i++) {
-        c = (struct rnic_cmd_create_qp) {
+        c = (struct rnic_cmd_qp) {
             .pdn = cpu_to_le32(pdn),
             .send_cqn = cpu_to_le32(cqn),
             .recv_cqn = cpu_to_le32(cqn),
@@ -227,7 +227,7 @@ static void test_wq_yields(void)
             .rq_log_size = 1,
         };
         cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &c, sizeof(c));
-        qpn[i] = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+        qpn[i] = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
     }
     for (int i = 0; i < NQP; i++) {
         rnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qpn[i], 1u << LOG));
@@ -380,13 +380,15 @@ static void test_pdata_limit(void)
         .qpn = cpu_to_le32(qp.qpn),
         .peer = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 },
                   .port = cpu_to_le16(9) },
-        .ird = 1, .ord = 1,
-        .pdata_len = cpu_to_le16(max + 1),
-        .pdata_addr = cpu_to_le64(pdata),
+        .param = {
+            .ird = cpu_to_le16(1), .ord = cpu_to_le16(1),
+            .pdata_len = cpu_to_le16(max + 1),
+            .pdata_addr = cpu_to_le64(pdata),
+        },
     };
     g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
                     RNIC_CMD_ERR_PARAM);
-    c.pdata_len = cpu_to_le16(max);
+    c.param.pdata_len = cpu_to_le16(max);
     g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
                     RNIC_CMD_OK);
     rnic_test_stop(&t);

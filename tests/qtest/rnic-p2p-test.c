@@ -151,7 +151,7 @@ static void post_inline_send(P2p *p, const char *s)
 static void test_responder_waits_for_rtr(void)
 {
     struct rnic_cmd_listen l = { .local = lo(0), .backlog = 1 };
-    struct rnic_cmd_connect a = { 0 };
+    struct rnic_cmd_accept a = { 0 };
     struct rnic_cmd_query_conn q = { 0 };
     struct rnic_cmd cmd;
     struct rnic_event ev;
@@ -175,7 +175,7 @@ static void test_responder_waits_for_rtr(void)
 
     a.conn_id = ev.id;
     a.qpn = cpu_to_le32(p.qp.qpn);
-    a.ird = a.ord = cpu_to_le16(1);
+    a.param.ird = a.param.ord = cpu_to_le16(1);
     rnic_cmd_ok(&p.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
     g_assert_cmphex(mpa_recv(fd, KEY_REP, &ird, &ord, NULL), ==, FLAG_S);
     g_assert_cmphex(ird & 0xc000, ==, IRD_P2P);
@@ -225,13 +225,13 @@ static void test_responder_refuses(void)
 /* CONNECT as initiator: returns the peer's socket, Request read. */
 static int connect_p2p(P2p *p, uint8_t rtr, uint16_t *ird, uint16_t *ord)
 {
-    struct rnic_cmd_connect k = { .rtr = rtr };
+    struct rnic_cmd_connect k = { .param.rtr = rtr };
     uint16_t port;
     int lfd = rnic_tcp_listen(&port), fd;
 
     k.qpn = cpu_to_le32(p->qp.qpn);
     k.peer = lo(port);
-    k.ird = k.ord = cpu_to_le16(2);
+    k.param.ird = k.param.ord = cpu_to_le16(2);
     rnic_cmd_ok(&p->t, RNIC_CMD_CONNECT, &k, sizeof(k));
     fd = rnic_tcp_accept(lfd);
     close(lfd);

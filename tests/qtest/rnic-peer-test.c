@@ -408,7 +408,9 @@ static void test_unlisten_resets_pending(void)
     };
     uint8_t req[24] = "MPA ID Req Frame", b;
     struct timeval tv = { .tv_sec = 5 };
-    struct rnic_cmd_connect a = { .ird = 1, .ord = 1 };
+    struct rnic_cmd_accept a = {
+        .param = { .ird = cpu_to_le16(1), .ord = cpu_to_le16(1) },
+    };
     struct rnic_event ev;
     struct rnic_cmd cmd;
     RnicTestQp qp;

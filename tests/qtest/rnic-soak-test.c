@@ -170,22 +170,28 @@ static void soak_connect_all(SoakDev *a, SoakDev *b)
         .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
         .backlog = 4,
     };
-    struct rnic_cmd_connect k = { .ird = 1, .ord = 1 };
+    struct rnic_conn_param param = {
+        .ird = cpu_to_le16(1), .ord = cpu_to_le16(1),
+    };
     struct rnic_cmd cmd = rnic_cmd_ok(&a->t, RNIC_CMD_LISTEN, &l, sizeof(l));
     struct rnic_event ev;
 
     for (uint32_t c = 0; c < soak_conns; c++) {
         uint32_t qpa = a->qps[soak_a_index(c)].qpn;
 
-        memset(&k, 0, sizeof(k));
-        k.ird = k.ord = 1;
-        k.peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local;
-        k.qpn = cpu_to_le32(b->qps[c].qpn);
+        struct rnic_cmd_connect k = {
+            .qpn = cpu_to_le32(b->qps[c].qpn),
+            .peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local,
+            .param = param,
+        };
+        struct rnic_cmd_accept acc = {
+            .qpn = cpu_to_le32(qpa), .param = param,
+        };
+
         rnic_cmd_ok(&b->t, RNIC_CMD_CONNECT, &k, sizeof(k));
         soak_expect_event(a, RNIC_EV_CONN_REQUEST, &ev);
-        k.conn_id = ev.id;
-        k.qpn = cpu_to_le32(qpa);
-        rnic_cmd_ok(&a->t, RNIC_CMD_ACCEPT, &k, sizeof(k));
+        acc.conn_id = ev.id;
+        rnic_cmd_ok(&a->t, RNIC_CMD_ACCEPT, &acc, sizeof(acc));
         soak_expect_event(a, RNIC_EV_CONN_ESTABLISHED, &ev);
         g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpa);
         soak_expect_event(b, RNIC_EV_CONN_ESTABLISHED, &ev);
@@ -427,7 +433,7 @@ static void soak_teardown(SoakDev *d)
     struct rnic_event ev;
 
     for (uint32_t i = 0; i < d->nqps; i++) {
-        struct rnic_cmd_create_qp q = { .qpn = cpu_to_le32(d->qps[i].qpn) };
+        struct rnic_cmd_qp q = { .qpn = cpu_to_le32(d->qps[i].qpn) };
 
         rnic_cmd_ok(&d->t, RNIC_CMD_DESTROY_QP, &q, sizeof(q));
     }

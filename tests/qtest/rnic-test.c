@@ -166,22 +166,21 @@ static void test_query_device(void)
 }
 
 /*
- * ABI 0.2 over 0.1: VERSION 0x00000002 (same major: a 0.1 driver, which
- * checks the major only, goes on working, as every other test here does
- * with 0.1 commands), QUERY_DEVICE's mac (QEMU's default scheme, or the
- * property) and max_fast_reg_pages.
+ * VERSION is 1.0 (a 0.x driver, which checks the major, refuses the 1.0
+ * command layouts rather than misreading them); QUERY_DEVICE's mac (QEMU's
+ * default scheme, or the property) and max_fast_reg_pages.
  */
-static void test_abi_02(void)
+static void test_abi_version(void)
 {
     static const uint8_t set[6] = { 0x02, 0x00, 0x00, 0xab, 0xcd, 0xef };
     struct rnic_cmd_query_device q;
     struct rnic_device_attr attr;
     RnicTest t;
 
-    g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00000003);
+    g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00010000);
     for (int i = 0; i < 2; i++) {
         rnic_test_start(&t, i ? ",mac=02:00:00:ab:cd:ef" : "");
-        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00000003);
+        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00010000);
         rnic_test_enable(&t);
         q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
         rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
@@ -407,8 +406,8 @@ static void test_reg_mr_bad_page_list(void)
 
 static void test_cq_qp_lifecycle(void)
 {
-    struct rnic_cmd_create_cq dc;
-    struct rnic_cmd_create_qp dq;
+    struct rnic_cmd_cq dc;
+    struct rnic_cmd_qp dq;
     uint32_t pdn, cqn, qpn;
     uint64_t ring;
     RnicTestQp qp, qp2;
@@ -419,7 +418,7 @@ static void test_cq_qp_lifecycle(void)
     pdn = rnic_create_pd(&t);
     cqn = rnic_create_cq(&t, 4, 1, &ring);
     /* Vector 0 belongs to the admin queue; unknown CQs are refused. */
-    dc = (struct rnic_cmd_create_cq) {
+    dc = (struct rnic_cmd_cq) {
         .ring_addr = cpu_to_le64(ring), .log_size = 4, .msix_vector = 0,
     };
     g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_CQ, &dc, sizeof(dc)),
@@ -630,8 +629,8 @@ static void test_doorbell_burst(void)
 static void doorbell_pages_reuse(RnicTest *t, uint32_t pdn, uint32_t cqn,
                                  uint32_t qpn)
 {
-    struct rnic_cmd_create_qp dq = { .qpn = cpu_to_le32(qpn) };
-    struct rnic_cmd_create_cq dc = { .cqn = cpu_to_le32(cqn) };
+    struct rnic_cmd_qp dq = { .qpn = cpu_to_le32(qpn) };
+    struct rnic_cmd_cq dc = { .cqn = cpu_to_le32(cqn) };
     struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x200) };
     struct rnic_cq_entry e;
     uint64_t ring;
@@ -848,7 +847,7 @@ static void test_sock_buf_bounds(void)
 static void test_srq(void)
 {
     struct rnic_cmd_srq sq = { .log_size = 3 };
-    struct rnic_cmd_create_qp q;
+    struct rnic_cmd_qp q;
     struct rnic_cq_entry e;
     struct rnic_cmd cmd;
     uint32_t pdn, pdn2, cqn, srqn, qpn;
@@ -864,7 +863,7 @@ static void test_srq(void)
     sq.ring_addr = cpu_to_le64(guest_alloc(t.alloc, 4096));
     cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq));
     srqn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
-    q = (struct rnic_cmd_create_qp) {
+    q = (struct rnic_cmd_qp) {
         .pdn = cpu_to_le32(pdn),
         .send_cqn = cpu_to_le32(cqn),
         .recv_cqn = cpu_to_le32(cqn),
@@ -873,7 +872,7 @@ static void test_srq(void)
         .sq_log_size = 3,
     };
     cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q));
-    qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+    qpn = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
     /* An SRQ of another PD is refused; so is an unknown SRQ. */
     q.pdn = cpu_to_le32(pdn2);
     g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q)),
@@ -953,7 +952,7 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/regs/state-any-ring-regs", test_state_any_ring_regs);
     qtest_add_func("/rnic/cmd/query-device", test_query_device);
     qtest_add_func("/rnic/cmd/bad-opcode", test_bad_opcode);
-    rnic_test_add_both("/rnic/cmd/abi-0.2", test_abi_02);
+    rnic_test_add_both("/rnic/cmd/abi-version", test_abi_version);
     rnic_test_add_both("/rnic/verbs/alloc-mr", test_alloc_mr_params);
     qtest_add_func("/rnic/cmd/unreadable-ring", test_unreadable_cmdq_is_fatal);
     qtest_add_func("/rnic/verbs/pd", test_pd);

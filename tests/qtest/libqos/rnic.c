@@ -439,7 +439,7 @@ uint32_t rnic_create_pd(RnicTest *t)
 uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
                         uint64_t *ring)
 {
-    struct rnic_cmd_create_cq p = {
+    struct rnic_cmd_cq p = {
         .log_size = log,
         .msix_vector = vector,
         .udb = cpu_to_le32(t->udb),
@@ -450,7 +450,7 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
     qtest_memset(t->qts, *ring, 0, RNIC_CQE_SIZE << log);
     p.ring_addr = cpu_to_le64(*ring);
     cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_CQ, &p, sizeof(p));
-    return le32_to_cpu(((struct rnic_cmd_create_cq *)cmd.u.raw)->cqn);
+    return le32_to_cpu(((struct rnic_cmd_cq *)cmd.u.raw)->cqn);
 }
 
 
@@ -459,7 +459,7 @@ static uint16_t rnic_create_qp_rings(RnicTest *t, uint32_t pdn, uint32_t scq,
                                      uint16_t flags, uint64_t sq, uint64_t rq,
                                      RnicTestQp *qp)
 {
-    struct rnic_cmd_create_qp p = {
+    struct rnic_cmd_qp p = {
         .flags = cpu_to_le16(flags),
         .pdn = cpu_to_le32(pdn),
         .send_cqn = cpu_to_le32(scq),
@@ -478,7 +478,7 @@ static uint16_t rnic_create_qp_rings(RnicTest *t, uint32_t pdn, uint32_t scq,
     qp->sq = sq;
     qp->rq = rq;
     cmd = rnic_cmd(t, RNIC_CMD_CREATE_QP, &p, sizeof(p));
-    qp->qpn = le32_to_cpu(((struct rnic_cmd_create_qp *)cmd.u.raw)->qpn);
+    qp->qpn = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
     return le16_to_cpu(cmd.status);
 }
 
@@ -776,7 +776,9 @@ void rnic_raw_peer_accept(RnicTest *t, int fd, uint32_t qpn, bool crc,
                           bool strict)
 {
     uint8_t req[24] = "MPA ID Req Frame", rep[24];
-    struct rnic_cmd_connect a = { .ird = 1, .ord = 1 };
+    struct rnic_cmd_accept a = {
+        .param = { .ird = cpu_to_le16(1), .ord = cpu_to_le16(1) },
+    };
     struct rnic_event ev;
 
     req[16] = 0x10 | (crc ? 0x40 : 0);          /* M=0, C, R=0, rev 2 */
@@ -825,7 +827,11 @@ void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
         .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
         .backlog = 1,
     };
-    struct rnic_cmd_connect k = { .ird = ird_ord, .ord = ird_ord };
+    struct rnic_conn_param param = {
+        .ird = cpu_to_le16(ird_ord), .ord = cpu_to_le16(ird_ord),
+    };
+    struct rnic_cmd_connect k = { .param = param };
+    struct rnic_cmd_accept acc = { .param = param };
     struct rnic_event ev;
     struct rnic_cmd cmd;
 
@@ -835,9 +841,9 @@ void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
     rnic_cmd_ok(b, RNIC_CMD_CONNECT, &k, sizeof(k));
     rnic_wait_event(a, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
-    k.conn_id = ev.id;
-    k.qpn = cpu_to_le32(qpa);
-    rnic_cmd_ok(a, RNIC_CMD_ACCEPT, &k, sizeof(k));
+    acc.conn_id = ev.id;
+    acc.qpn = cpu_to_le32(qpa);
+    rnic_cmd_ok(a, RNIC_CMD_ACCEPT, &acc, sizeof(acc));
     rnic_wait_event(a, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     rnic_wait_event(b, &ev);
