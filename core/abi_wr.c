@@ -162,6 +162,7 @@ const char *rnic_abi_send_wr(const struct rnic_sq_wqe *w,
             .to = le64toh(w->sge[0].addr),
             .length = le32toh(w->sge[0].length),
             .access = le32toh(w->bind_access) & 0xffffff,
+            .key = le32toh(w->bind_access) >> 24,
         };
         wr->num_sge = 0;
     }

@@ -15,7 +15,10 @@
 #include "rnic/rnic-abi.h"
 #include "wr.h"
 
-/* NULL, or why the entry is malformed (the core never sees it). */
+/*
+ * NULL, or why the entry is malformed (the core never sees it).  Even then
+ * @wr holds the entry's wr_id, and its opcode if that is known (else SEND).
+ */
 const char *rnic_abi_send_wr(const struct rnic_sq_wqe *w,
                              struct rnic_send_wr *wr);
 const char *rnic_abi_recv_wr(const struct rnic_rq_wqe *w,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Fast registration and the physical STag (ABI 0.2), what the kernel's
+ * Fast registration and the physical STag, what the kernel's
  * RDMA users (rdma_rw, NVMe-oF, iSER) build on.
  *
  * ALLOC_MR makes a region with a page-list slot and no pages; a FAST_REG

@@ -219,28 +219,35 @@ size_t rnic_stag_page_list_bytes(const struct rnic_stag_table *t)
  * Never-used indices go first and released ones queue up behind them, so
  * an index comes back as late as possible: an STag a peer kept from before
  * meets a free slot or a different key for as long as we can make it.  A
- * released index still holds its last key, and is not handed out again
- * with that same key: the caller retries with the next one.
+ * released index still holds its last key and is not handed out again
+ * with that same key: the next released index is taken instead, and only
+ * when there is none the caller must retry with another key.
  */
 enum rnic_stag_status rnic_stag_index_alloc(struct rnic_stag_table *t,
                                             uint8_t key, uint32_t *index)
 {
+    uint32_t *prev = &t->free_head;
     uint32_t i;
 
     if (t->fresh <= t->max_stags) {
         *index = t->fresh++;
         return RNIC_STAG_OK;
     }
-    i = t->free_head;
+    i = *prev;
+    if (i && t->tags[i].key == key) {
+        prev = &t->entries[i].link;
+        i = *prev;
+    }
     if (!i) {
-        return RNIC_STAG_ERR_NO_RESOURCES;
+        return t->free_head ? RNIC_STAG_ERR_KEY_REUSED
+                            : RNIC_STAG_ERR_NO_RESOURCES;
     }
     if (t->tags[i].key == key) {
         return RNIC_STAG_ERR_KEY_REUSED;
     }
-    t->free_head = t->entries[i].link;
-    if (!t->free_head) {
-        t->free_tail = 0;
+    *prev = t->entries[i].link;
+    if (t->free_tail == i) {
+        t->free_tail = prev == &t->free_head ? 0 : t->free_head;
     }
     t->entries[i].link = 0;
     *index = i;

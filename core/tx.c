@@ -337,7 +337,7 @@ static enum rnic_wc_status tx_bind_mw(struct rnic_ep *ep,
     const struct rnic_bind_params *b = &wr->bind;
     struct rnic_mw_bind_attr a = {
         .mr_stag = b->mr_stag, .pd = ep->pd, .qpn = ep->qp->qpn,
-        .key = rnic_stag_key(rnic_stag_next_key(b->mw_stag)),
+        .key = b->key,
         .access = b->access, .policy = RNIC_STAG_POLICY_DEFAULT,
         .remote_invalidate = true, .to = b->to, .length = b->length,
     };
@@ -554,8 +554,12 @@ static void tx_msg_framed(struct rnic_ep *ep, struct rnic_tx_fpdu *d)
     if (m->kind == RNIC_TX_SQ && !wr_is_read_like(m->wr)) {
         d->done = RNIC_TX_DONE_WR;
         d->wr = m->wr;
-    } else if (m->kind == RNIC_TX_READ_RESP &&
+    } else if (m->kind == RNIC_TX_READ_RESP && m->len &&
                rnic_stag_one_shot(ep->stags, m->src.stag)) {
+        /*
+         * A zero-length Read was never resolved (no PD, QP or access
+         * check), so it must not use up the STag it names.
+         */
         d->done = RNIC_TX_DONE_READ_RESP;
         d->src_stag = m->src.stag;
     }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * A FAST_REG work request, run in send-queue order (ABI 0.2): the page
+ * A FAST_REG work request, run in send-queue order: the page
  * list is read from guest memory when the WR reaches the head of the
  * queue, not when it was posted, so a WR behind it sees the registration
  * and a WR before it does not.  Only a kernel QP may post one; a user QP's

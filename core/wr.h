@@ -65,6 +65,7 @@ struct rnic_bind_params {
     uint64_t to;
     uint64_t length;
     uint32_t access;
+    uint8_t key;                /* the window's new key; must differ */
 };
 
 /* FAST_REG: the page list is read from guest memory when the WR runs. */

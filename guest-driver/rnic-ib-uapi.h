@@ -7,7 +7,7 @@
  * A user CQ's ring is mapped into the process, followed by one page whose
  * first 32-bit word is the count of entries consumed.
  *
- * Direct mode (device ABI 0.3, docs/driver-guide.md "Direct mode"): a
+ * Direct mode (docs/driver-guide.md "Direct mode"): a
  * process that asks for it in ALLOC_UCONTEXT and gets a doorbell page
  * writes its own WQEs into its QPs' rings, rings them through that page,
  * and consumes its own CQEs: posting and polling make no system call.

@@ -26,8 +26,8 @@
 struct rnic_ib_dev;
 
 /* A ring of fixed-size entries in coherent DMA memory. */
-/* The oldest device ABI minor this driver runs on (0.2). */
-#define RNIC_DRV_ABI_MINOR	2
+/* The oldest minor of device ABI RNIC_ABI_MAJOR this driver runs on. */
+#define RNIC_DRV_ABI_MINOR	0
 
 struct rnic_ring {
 	void *va;

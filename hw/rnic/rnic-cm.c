@@ -50,15 +50,25 @@ static bool rnic_allowed(const struct rnic_addr_policy *p, const char *prop,
     enum rnic_addr_family f = a->family == RNIC_AF_INET ? RNIC_ADDR_IPV4
                                                         : RNIC_ADDR_IPV6;
     uint16_t port = le16_to_cpu(a->port);
-    char buf[64];
+    char buf[64], rule[64];
 
     if (rnic_addr_policy_allows(p, f, a->addr, port)) {
         return true;
     }
     rnic_addr_str(f, a->addr, port, buf, sizeof(buf));
+    if (port) {
+        qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s to %s refused: not in %s; "
+                      "allow it with -device rnic,%s=%s\n", cmd, buf, prop,
+                      prop, buf);
+        return false;
+    }
+    /* A rule that names ports never matches port 0: the rule has none. */
+    pstrcpy(rule, sizeof(rule), buf);
+    *strrchr(rule, ':') = '\0';
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s to %s refused: not in %s; "
-                  "allow it with -device rnic,%s=%s%s\n", cmd, buf, prop, prop,
-                  buf, port ? "" : " (port 0: a rule without a port)");
+                  "port 0 is allowed only by a rule without a port, which "
+                  "allows every port of the address: -device rnic,%s=%s\n",
+                  cmd, buf, prop, prop, rule);
     return false;
 }
 
@@ -286,14 +296,6 @@ static void rnic_listener_retry(void *opaque)
     rnic_guarded(((RnicListener *)opaque)->s, rnic_listener_wake, opaque);
 }
 
-static uint16_t rnic_cm_fail(const char *cmd, uint16_t status,
-                             const char *why)
-{
-    qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s failed: %s\n", cmd, why);
-    trace_rnic_err_cmd(cmd, status, why);
-    return status;
-}
-
 uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_listen *p = (void *)cmd->u.raw;
@@ -304,30 +306,31 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     int fd, one = 1;
 
     if (!rnic_sockaddr_to_host(&local, &ss, &len)) {
-        return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_PARAM, "bad family");
+        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_PARAM,
+                             "local.family is not INET or INET6");
     }
     if (!rnic_allowed(&s->listen_allow, "listen-allow", "LISTEN",
                       &local)) {
-        return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_DENIED,
-                            "address not in listen-allow");
+        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_DENIED,
+                             "local: not in listen-allow");
     }
     for (int i = 0; i < RNIC_MAX_LISTENERS && !l; i++) {
         l = s->listeners[i].id ? NULL : &s->listeners[i];
     }
     if (!l) {
-        return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_RESOURCE,
-                            "all listeners in use");
+        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_RESOURCE,
+                             "all listeners in use");
     }
     fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
     if (fd < 0) {
-        return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_RESOURCE, "no socket");
+        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_RESOURCE, "no socket");
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     l->backlog = MAX(1, MIN(le32_to_cpu(p->backlog), RNIC_MAX_BACKLOG));
     if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, l->backlog)) {
         close(fd);
-        return rnic_cm_fail("LISTEN", RNIC_CMD_ERR_ADDRINUSE,
-                            "host cannot bind or listen on the address");
+        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_ADDRINUSE,
+                             "local: the host cannot bind or listen on it");
     }
     qemu_socket_set_nonblock(fd);
     l->s = s;
@@ -371,8 +374,8 @@ uint16_t rnic_cmd_unlisten(RnicState *s, struct rnic_cmd *cmd)
     uint32_t id = le32_to_cpu(p->listener_id);
 
     if (!id || id > RNIC_MAX_LISTENERS || !s->listeners[id - 1].id) {
-        return rnic_cm_fail("UNLISTEN", RNIC_CMD_ERR_HANDLE,
-                            "no such listener");
+        return rnic_cmd_fail("UNLISTEN", RNIC_CMD_ERR_HANDLE,
+                             "listener_id: no such listener");
     }
     rnic_listener_close(&s->listeners[id - 1]);
     return RNIC_CMD_OK;
@@ -437,23 +440,23 @@ static uint16_t rnic_cm_bind_local(RnicState *s, int fd,
         return RNIC_CMD_OK;
     }
     if (rnic_pci_read(s, addr, local, sizeof(*local))) {
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DMA,
-                            "local address not readable");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_DMA,
+                             "local_addr: not readable");
     }
     *local = rnic_addr_to_host(s, local);
     if (local->family != p->peer.family ||
         !rnic_sockaddr_to_host(local, &ss, &len)) {
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_PARAM,
-                            "local address family");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_PARAM,
+                             "local_addr: family is not the peer's");
     }
     if (!rnic_allowed(&s->listen_allow, "listen-allow", "CONNECT", local)) {
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DENIED,
-                            "local address not in listen-allow");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_DENIED,
+                             "local_addr: not in listen-allow");
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&ss, len)) {
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_ADDRINUSE,
-                            "host cannot bind the local address");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_ADDRINUSE,
+                             "local_addr: the host cannot bind it");
     }
     return RNIC_CMD_OK;
 }
@@ -471,19 +474,21 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
     int fd;
 
     if (!qp) {
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_STATE,
-                            "no such QP, or not IDLE and unconnected");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_STATE,
+                             "qpn: no such QP, or not IDLE and unconnected");
     }
     if (!rnic_sockaddr_to_host(&peer, &ss, &len)) {
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_PARAM, "bad family");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_PARAM,
+                             "peer.family is not INET or INET6");
     }
     if (!rnic_allowed(&s->peer_allow, "peer-allow", "CONNECT", &peer)) {
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_DENIED,
-                            "peer not in peer-allow");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_DENIED,
+                             "peer: not in peer-allow");
     }
     status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cm_fail("CONNECT", status, "param.pdata_len or pdata_addr");
+        return rnic_cmd_fail("CONNECT", status,
+                             "param.pdata_len or param.pdata_addr");
     }
     fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
     c = fd < 0 ? NULL : rnic_conn_new(s, fd, true, false);
@@ -491,8 +496,8 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
         if (fd >= 0) {
             close(fd);
         }
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_RESOURCE,
-                            "no socket or connection slot");
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_RESOURCE,
+                             "no socket or connection slot");
     }
     c->peer = p->peer;
     g_free(qp->rejected);               /* the last Reject is read by now */
@@ -505,7 +510,7 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
     status = rnic_conn_start_initiator(s, c, qp, &p->param, pd);
     if (status != RNIC_CMD_OK) {
         rnic_conn_drop(c);
-        return rnic_cm_fail("CONNECT", status, "MPA parameters");
+        return rnic_cmd_fail("CONNECT", status, "param: MPA parameters (rtr)");
     }
     /* Non-blocking: completion (or failure) arrives as writability. */
     if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
@@ -513,7 +518,7 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
 
         rnic_conn_drop(c);
         trace_rnic_conn_error(0, err, "connect");
-        return rnic_cm_fail("CONNECT", RNIC_CMD_ERR_PARAM, strerror(err));
+        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_PARAM, strerror(err));
     }
     trace_rnic_connect(c->id, qp->qpn, le16_to_cpu(p->peer.port));
     rnic_conn_set_state(c, RNIC_CONN_CONNECTING);
@@ -573,16 +578,17 @@ uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
     uint16_t status;
 
     if (!c || c->state != RNIC_CONN_PENDING) {
-        return rnic_cm_fail("ACCEPT", RNIC_CMD_ERR_HANDLE,
-                            "no pending connection with this id");
+        return rnic_cmd_fail("ACCEPT", RNIC_CMD_ERR_HANDLE,
+                             "conn_id: no pending connection");
     }
     if (!qp) {
-        return rnic_cm_fail("ACCEPT", RNIC_CMD_ERR_STATE,
-                            "no such QP, or not IDLE and unconnected");
+        return rnic_cmd_fail("ACCEPT", RNIC_CMD_ERR_STATE,
+                             "qpn: no such QP, or not IDLE and unconnected");
     }
     status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cm_fail("ACCEPT", status, "param.pdata_len or pdata_addr");
+        return rnic_cmd_fail("ACCEPT", status,
+                             "param.pdata_len or param.pdata_addr");
     }
     if (c->initiator) {
         /* A handed-in connection on which we speak first. */
@@ -595,7 +601,8 @@ uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
         status = rnic_conn_reply(s, c, qp, &p->param, pd);
     }
     return status == RNIC_CMD_OK ? status
-                                 : rnic_cm_fail("ACCEPT", status, "MPA");
+                                 : rnic_cmd_fail("ACCEPT", status,
+                                                 "param: MPA parameters (rtr)");
 }
 
 uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
@@ -607,12 +614,13 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
     int len;
 
     if (!c || c->state != RNIC_CONN_PENDING) {
-        return rnic_cm_fail("REJECT", RNIC_CMD_ERR_HANDLE,
-                            "no pending connection with this id");
+        return rnic_cmd_fail("REJECT", RNIC_CMD_ERR_HANDLE,
+                             "conn_id: no pending connection");
     }
     status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cm_fail("REJECT", status, "param.pdata_len or pdata_addr");
+        return rnic_cmd_fail("REJECT", status,
+                             "param.pdata_len or param.pdata_addr");
     }
     if (c->initiator) {
         rnic_conn_drop(c);      /* nothing was said yet: just close */
@@ -622,7 +630,8 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
                                 le16_to_cpu(p->param.pdata_len), c->mpa.out,
                                 sizeof(c->mpa.out));
     if (len < 0) {
-        return rnic_cm_fail("REJECT", RNIC_CMD_ERR_PARAM, "MPA reject");
+        return rnic_cmd_fail("REJECT", RNIC_CMD_ERR_PARAM,
+                             "param: the MPA Reject cannot be built");
     }
     rnic_conn_set_state(c, RNIC_CONN_REJECTING);
     rnic_conn_send_mpa(c, c->mpa.out, len);
@@ -637,8 +646,8 @@ uint16_t rnic_cmd_disconnect(RnicState *s, struct rnic_cmd *cmd)
     RnicConn *c = qp ? qp->conn : NULL;
 
     if (!c) {
-        return rnic_cm_fail("DISCONNECT", RNIC_CMD_ERR_STATE,
-                            "no such QP, or not connected");
+        return rnic_cmd_fail("DISCONNECT", RNIC_CMD_ERR_STATE,
+                             "qpn: no such QP, or not connected");
     }
     if (abort) {
         rnic_conn_abort(c);
@@ -681,12 +690,12 @@ uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
         info = *qp->rejected;           /* the peer's Reject, kept */
         p->rtr = p->peer_rtr = 0;
     } else {
-        return rnic_cm_fail("QUERY_CONN", RNIC_CMD_ERR_HANDLE,
-                            "no such connection");
+        return rnic_cmd_fail("QUERY_CONN", RNIC_CMD_ERR_HANDLE,
+                             "conn_id or qpn: no such connection");
     }
     if (rnic_pci_write(s, le64_to_cpu(p->info_addr), &info, sizeof(info))) {
-        return rnic_cm_fail("QUERY_CONN", RNIC_CMD_ERR_DMA,
-                            "info buffer not writable");
+        return rnic_cmd_fail("QUERY_CONN", RNIC_CMD_ERR_DMA,
+                             "info_addr: not writable");
     }
     return RNIC_CMD_OK;
 }

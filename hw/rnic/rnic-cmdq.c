@@ -109,6 +109,13 @@ const char *rnic_cmd_name(uint8_t opcode)
     return "UNKNOWN";
 }
 
+uint16_t rnic_cmd_fail(const char *cmd, uint16_t status, const char *why)
+{
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s failed: %s\n", cmd, why);
+    trace_rnic_err_cmd(cmd, status, why);
+    return status;
+}
+
 static uint16_t rnic_cmd_execute(RnicState *s, struct rnic_cmd *cmd)
 {
     const RnicCmdDesc *d = cmd->opcode < ARRAY_SIZE(rnic_cmds) ?

@@ -450,7 +450,7 @@ static void rnic_conn_mpa_failed(RnicConn *c, int err)
         uint16_t pd_len = c->mpa.peer.pd_len;
 
         trace_rnic_conn_rejected(id, pd_len);
-        /* Readable by QUERY_CONN after the event (ABI 0.2) */
+        /* Readable by QUERY_CONN after the event */
         g_free(c->qp->rejected);
         c->qp->rejected = g_new(struct rnic_conn_info, 1);
         c->qp->rejected_conn = id;

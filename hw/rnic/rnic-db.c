@@ -20,7 +20,7 @@
  * swap is applied by it; one swapped in after finds the slot empty and
  * sets the bit again.  Nothing is lost and nothing grows.
  *
- * Doorbell pages (BAR 4, ABI 0.3) are mapped into processes: one must not
+ * Doorbell pages (BAR 4) are mapped into processes: one must not
  * be able to overwrite another's pending index.  So a slot remembers the
  * page of its queue (db_owner, set by the commands that create and destroy
  * queues), a doorbell through another page is not mailed but goes the

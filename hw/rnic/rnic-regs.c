@@ -31,8 +31,9 @@ static void rnic_set_control(RnicState *s, uint32_t val)
     if (!rnic_ring_ok(s->cmdq.base, s->cmdq.log_size, RNIC_ADMIN_LOG_MAX) ||
         !rnic_ring_ok(s->eq.base, s->eq.log_size, RNIC_ADMIN_LOG_MAX)) {
         rnic_guest_error(RNIC_REG_CONTROL, val,
-                         "enable refused: command or event ring base/size "
-                         "invalid (4 KiB aligned, log size 1..12)");
+                         "enable refused: CMDQ_BASE or EQ_BASE is 0 or not "
+                         "4 KiB aligned, or CMDQ_LOG_SIZE or EQ_LOG_SIZE "
+                         "is not 1..12");
         return;
     }
     s->cmdq.entry_size = RNIC_CMD_SIZE;

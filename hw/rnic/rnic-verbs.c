@@ -15,7 +15,6 @@
 #include "qpn.h"
 #include "trace.h"
 
-#define RNIC_PBL_MAX_PAGES  (1u << 20)
 
 static uint16_t rnic_stag_status_to_cmd(enum rnic_stag_status st)
 {
@@ -39,21 +38,21 @@ static uint16_t rnic_stag_status_to_cmd(enum rnic_stag_status st)
     }
 }
 
-static uint16_t rnic_cmd_fail(const char *cmd, uint16_t status,
-                              const char *why)
+/*
+ * The command's status for @st, logged with the payload @fields it is
+ * about: a reused key is always the payload's key.
+ */
+static uint16_t rnic_stag_result(const char *cmd, const char *fields,
+                                 enum rnic_stag_status st)
 {
-    qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s failed: %s\n", cmd, why);
-    trace_rnic_err_cmd(cmd, status, why);
-    return status;
-}
+    g_autofree char *why = NULL;
 
-static uint16_t rnic_stag_result(const char *cmd, enum rnic_stag_status st)
-{
     if (st == RNIC_STAG_OK) {
         return RNIC_CMD_OK;
     }
-    return rnic_cmd_fail(cmd, rnic_stag_status_to_cmd(st),
-                         rnic_stag_status_name(st));
+    why = g_strdup_printf("%s: %s", st == RNIC_STAG_ERR_KEY_REUSED ? "key" :
+                          fields, rnic_stag_status_name(st));
+    return rnic_cmd_fail(cmd, rnic_stag_status_to_cmd(st), why);
 }
 
 static bool rnic_pd_exists(RnicState *s, uint32_t pdn)
@@ -74,14 +73,14 @@ uint16_t rnic_cmd_create_pd(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->pdn = cpu_to_le32(pd);
     }
-    return rnic_stag_result("CREATE_PD", st);
+    return rnic_stag_result("CREATE_PD", "pdn", st);
 }
 
 uint16_t rnic_cmd_destroy_pd(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_pd *p = (void *)cmd->u.raw;
 
-    return rnic_stag_result("DESTROY_PD",
+    return rnic_stag_result("DESTROY_PD", "pdn",
                             rnic_pd_free(s->stags, le32_to_cpu(p->pdn)));
 }
 
@@ -103,24 +102,41 @@ QEMU_BUILD_BUG_ON(RNIC_ACC_LOCAL_READ != RNIC_ACCESS_LOCAL_READ ||
                   RNIC_ACC_MW_BIND != RNIC_ACCESS_MW_BIND);
 #define RNIC_ACC_ALL 0x3f
 
+/* The field of REG_MR's payload that is out of range, as the spec names it. */
+static const char *rnic_reg_mr_bad_field(const struct rnic_cmd_reg_mr *p)
+{
+    uint32_t npages = le32_to_cpu(p->npages);
+
+    if (!npages || npages > RNIC_MR_MAX_PAGES) {
+        return "npages is 0 or above RNIC_MR_MAX_PAGES";
+    }
+    if (le32_to_cpu(p->access) & ~RNIC_ACC_ALL) {
+        return "access has a bit above RNIC_ACC_MW_BIND";
+    }
+    if ((p->policy & ~RNIC_MR_NO_REMOTE_INV) > RNIC_MR_POLICY_ONE_SHOT) {
+        return "policy is not DEFAULT, PERSISTENT or ONE_SHOT";
+    }
+    if (le64_to_cpu(p->length) > RNIC_DEV_MAX_MR_SIZE) {
+        return "length is above max_mr_size";
+    }
+    return NULL;
+}
+
 uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_reg_mr *p = (void *)cmd->u.raw;
     uint32_t npages = le32_to_cpu(p->npages);
-    uint32_t access = le32_to_cpu(p->access);
+    const char *bad = rnic_reg_mr_bad_field(p);
     g_autofree uint64_t *pages = NULL;
     struct rnic_mr_attr attr;
     enum rnic_stag_status st;
     uint32_t stag;
 
-    if (!npages || npages > RNIC_PBL_MAX_PAGES || (access & ~RNIC_ACC_ALL) ||
-        (p->policy & 0x7f) > RNIC_MR_POLICY_ONE_SHOT ||
-        le64_to_cpu(p->length) > RNIC_DEV_MAX_MR_SIZE) {
-        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_PARAM,
-                             "npages, access, policy or length out of range");
+    if (bad) {
+        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_PARAM, bad);
     }
     if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
-        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_HANDLE, "no such PD");
+        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_HANDLE, "pdn: no such PD");
     }
     /* Every limit before the page list costs a byte or a cycle. */
     st = rnic_mr_admit(s->stags, npages);
@@ -134,7 +150,7 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     if (rnic_pci_read(s, le64_to_cpu(p->pbl_addr), pages,
                       npages * sizeof(uint64_t))) {
         return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_DMA,
-                             "page list not readable");
+                             "pbl_addr: page list not readable");
     }
     for (uint32_t i = 0; i < npages; i++) {
         pages[i] = le64_to_cpu(pages[i]);
@@ -142,7 +158,7 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     attr = (struct rnic_mr_attr) {
         .pd = le32_to_cpu(p->pdn),
         .key = p->key,
-        .access = access,
+        .access = le32_to_cpu(p->access),
         .policy = rnic_policy(p->policy),
         .remote_invalidate = !(p->policy & RNIC_MR_NO_REMOTE_INV),
         .pages = pages,
@@ -156,11 +172,13 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result("REG_MR", st);
+    return rnic_stag_result("REG_MR",
+                            "page_shift, first_byte_offset or the page list",
+                            st);
 }
 
 /*
- * ABI 0.2: a fast-registration region (pages come with FAST_REG), or the
+ * A fast-registration region (pages come with FAST_REG), or the
  * PD's physical STag.  Both only serve QPs created RNIC_QP_FLAG_KERNEL
  * (FAST_REG is refused on others; the physical STag does not exist for
  * them), which is why the driver never lets user space set that flag.
@@ -174,27 +192,33 @@ uint16_t rnic_cmd_alloc_mr(RnicState *s, struct rnic_cmd *cmd)
     enum rnic_stag_status st;
     uint32_t stag;
 
-    if ((p->flags & ~RNIC_ALLOC_MR_PHYS) || (phys && max_pages) ||
-        (!phys && (!max_pages || max_pages > RNIC_FAST_REG_MAX_PAGES))) {
+    if (p->flags & ~RNIC_ALLOC_MR_PHYS) {
         return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_PARAM,
-                             "flags, or max_pages out of range");
+                             "flags has a bit other than PHYS");
+    }
+    if (phys ? max_pages != 0
+             : !max_pages || max_pages > RNIC_FAST_REG_MAX_PAGES) {
+        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_PARAM, phys ?
+                             "max_pages is not 0 with PHYS" :
+                             "max_pages is 0 or above RNIC_FAST_REG_MAX_PAGES");
     }
     if (!rnic_pd_exists(s, pdn)) {
-        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_HANDLE, "no such PD");
+        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_HANDLE,
+                             "pdn: no such PD");
     }
     st = phys ? rnic_mr_alloc_phys(s->stags, pdn, p->key, &stag)
               : rnic_mr_alloc(s->stags, pdn, max_pages, p->key, &stag);
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result("ALLOC_MR", st);
+    return rnic_stag_result("ALLOC_MR", "stag", st);
 }
 
 uint16_t rnic_cmd_dereg_mr(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_stag *p = (void *)cmd->u.raw;
 
-    return rnic_stag_result("DEREG_MR",
+    return rnic_stag_result("DEREG_MR", "stag",
                             rnic_mr_deregister(s->stags, le32_to_cpu(p->stag)));
 }
 
@@ -206,10 +230,11 @@ uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
 
     if (p->type != 1 && p->type != 2) {
         return rnic_cmd_fail("ALLOC_MW", RNIC_CMD_ERR_PARAM,
-                             "window type must be 1 or 2");
+                             "type is not 1 or 2");
     }
     if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
-        return rnic_cmd_fail("ALLOC_MW", RNIC_CMD_ERR_HANDLE, "no such PD");
+        return rnic_cmd_fail("ALLOC_MW", RNIC_CMD_ERR_HANDLE,
+                             "pdn: no such PD");
     }
     st = rnic_mw_alloc(s->stags, le32_to_cpu(p->pdn),
                        p->type == 1 ? RNIC_STAG_MW_TYPE1 : RNIC_STAG_MW_TYPE2,
@@ -217,7 +242,7 @@ uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result("ALLOC_MW", st);
+    return rnic_stag_result("ALLOC_MW", "stag", st);
 }
 
 uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
@@ -231,11 +256,16 @@ uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
 
     st = rnic_stag_query(s->stags, mw, &info);
     if (st != RNIC_STAG_OK) {
-        return rnic_stag_result("BIND_MW", st);
+        return rnic_stag_result("BIND_MW", "mw_stag", st);
     }
     if (info.kind != RNIC_STAG_MW_TYPE1) {
         return rnic_cmd_fail("BIND_MW", RNIC_CMD_ERR_PARAM,
-                             "only type 1 windows are bound by command");
+                             "mw_stag is not a type 1 window (type 2 windows "
+                             "are bound by the BIND_MW work request)");
+    }
+    if (p->policy > RNIC_MR_POLICY_ONE_SHOT) {
+        return rnic_cmd_fail("BIND_MW", RNIC_CMD_ERR_PARAM,
+                             "policy is not DEFAULT, PERSISTENT or ONE_SHOT");
     }
     attr = (struct rnic_mw_bind_attr) {
         .mr_stag = le32_to_cpu(p->mr_stag),
@@ -251,14 +281,14 @@ uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->new_stag = cpu_to_le32(new_stag);
     }
-    return rnic_stag_result("BIND_MW", st);
+    return rnic_stag_result("BIND_MW", "mr_stag, addr or length", st);
 }
 
 uint16_t rnic_cmd_dealloc_mw(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_stag *p = (void *)cmd->u.raw;
 
-    return rnic_stag_result("DEALLOC_MW",
+    return rnic_stag_result("DEALLOC_MW", "stag",
                             rnic_mw_dealloc(s->stags, le32_to_cpu(p->stag)));
 }
 
@@ -272,7 +302,7 @@ uint16_t rnic_cmd_invalidate(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         st = rnic_stag_invalidate_local(s->stags, stag, info.pd);
     }
-    return rnic_stag_result("INVALIDATE", st);
+    return rnic_stag_result("INVALIDATE", "stag", st);
 }
 
 /* ---- CQs ---- */
@@ -304,13 +334,19 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     uint32_t i;
     RnicCq *cq;
 
-    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_cqe) ||
-        p->msix_vector == RNIC_MSIX_VEC_ADMIN ||
-        p->msix_vector >= RNIC_MSIX_VECTORS ||
-        !rnic_udb_ok(s, p->udb)) {
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_cqe)) {
         return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
-                             "ring address, size, vector or doorbell page "
-                             "out of range");
+                             "ring_addr is 0 or not 4 KiB aligned, or "
+                             "2^log_size is above max_cqe");
+    }
+    if (p->msix_vector == RNIC_MSIX_VEC_ADMIN ||
+        p->msix_vector >= RNIC_MSIX_VECTORS) {
+        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
+                             "msix_vector is not 1..7");
+    }
+    if (!rnic_udb_ok(s, p->udb)) {
+        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
+                             "udb is above the doorbell pages (udb-pages)");
     }
     for (i = 0; i < s->limits.max_cq && s->cqs[i]; i++) {
         continue;
@@ -350,7 +386,8 @@ uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
     RnicCq *cq = rnic_cq_get(s, le32_to_cpu(p->cqn));
 
     if (!cq) {
-        return rnic_cmd_fail("DESTROY_CQ", RNIC_CMD_ERR_HANDLE, "no such CQ");
+        return rnic_cmd_fail("DESTROY_CQ", RNIC_CMD_ERR_HANDLE,
+                             "cqn: no such CQ");
     }
     if (rnic_cq_refcount(cq->core)) {
         return rnic_cmd_fail("DESTROY_CQ", RNIC_CMD_ERR_BUSY,
@@ -370,11 +407,14 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     RnicSrq *srq;
     uint32_t i;
 
-    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_qp_wr) ||
-        !rnic_udb_ok(s, p->udb)) {
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_qp_wr)) {
         return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
-                             "ring address, size or doorbell page out of "
-                             "range");
+                             "ring_addr is 0 or not 4 KiB aligned, or "
+                             "2^log_size is above max_qp_wr");
+    }
+    if (!rnic_udb_ok(s, p->udb)) {
+        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
+                             "udb is above the doorbell pages (udb-pages)");
     }
     for (i = 0; i < s->limits.max_srq && s->srqs[i]; i++) {
         continue;
@@ -384,7 +424,8 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
                              "all SRQs in use");
     }
     if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
-        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_HANDLE, "no such PD");
+        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_HANDLE,
+                             "pdn: no such PD");
     }
     srq = g_new0(RnicSrq, 1);
     srq->srqn = i + 1;
@@ -418,7 +459,7 @@ uint16_t rnic_cmd_destroy_srq(RnicState *s, struct rnic_cmd *cmd)
 
     if (!srq) {
         return rnic_cmd_fail("DESTROY_SRQ", RNIC_CMD_ERR_HANDLE,
-                             "no such SRQ");
+                             "srqn: no such SRQ");
     }
     if (rnic_srq_destroy(srq->core) == -EBUSY) {
         return rnic_cmd_fail("DESTROY_SRQ", RNIC_CMD_ERR_BUSY,
@@ -438,25 +479,37 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_qp *p,
     *scq = rnic_cq_get(s, le32_to_cpu(p->send_cqn));
     *rcq = rnic_cq_get(s, le32_to_cpu(p->recv_cqn));
     *srq = srqn == RNIC_NO_SRQ ? NULL : rnic_srq_get(s, srqn);
-    if (!*scq || !*rcq || (srqn != RNIC_NO_SRQ && !*srq)) {
+    if (!*scq || !*rcq) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
-                             "no such CQ or SRQ");
+                             "send_cqn or recv_cqn: no such CQ");
+    }
+    if (srqn != RNIC_NO_SRQ && !*srq) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
+                             "srqn: no such SRQ");
     }
     if (!rnic_wq_ring_ok(le64_to_cpu(p->sq_addr), p->sq_log_size,
-                         s->limits.max_qp_wr) ||
-        (!*srq && !rnic_wq_ring_ok(le64_to_cpu(p->rq_addr), p->rq_log_size,
-                                   s->limits.max_qp_wr))) {
+                         s->limits.max_qp_wr)) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
-                             "queue address or size out of range");
+                             "sq_addr is 0 or not 4 KiB aligned, or "
+                             "2^sq_log_size is above max_qp_wr");
     }
-    if (le16_to_cpu(p->flags) & ~RNIC_QP_FLAG_KERNEL ||
-        !rnic_udb_ok(s, p->udb)) {
+    if (!*srq && !rnic_wq_ring_ok(le64_to_cpu(p->rq_addr), p->rq_log_size,
+                                  s->limits.max_qp_wr)) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
-                             "unknown flags, or doorbell page out of range");
+                             "rq_addr is 0 or not 4 KiB aligned, or "
+                             "2^rq_log_size is above max_qp_wr");
+    }
+    if (le16_to_cpu(p->flags) & ~RNIC_QP_FLAG_KERNEL) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
+                             "flags has a bit other than KERNEL");
+    }
+    if (!rnic_udb_ok(s, p->udb)) {
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
+                             "udb is above the doorbell pages (udb-pages)");
     }
     if (*srq && (*srq)->pdn != le32_to_cpu(p->pdn)) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_ACCESS,
-                             "SRQ belongs to another PD");
+                             "srqn: the SRQ belongs to another PD");
     }
     return RNIC_CMD_OK;
 }
@@ -476,7 +529,8 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
         return status;
     }
     if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE, "no such PD");
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
+                             "pdn: no such PD");
     }
     qp = g_new0(RnicQp, 1);
     ret = rnic_qpn_alloc(s->qpns, qp, &qp->qpn);
@@ -540,7 +594,8 @@ uint16_t rnic_cmd_destroy_qp(RnicState *s, struct rnic_cmd *cmd)
     RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
 
     if (!qp) {
-        return rnic_cmd_fail("DESTROY_QP", RNIC_CMD_ERR_HANDLE, "no such QP");
+        return rnic_cmd_fail("DESTROY_QP", RNIC_CMD_ERR_HANDLE,
+                             "qpn: no such QP");
     }
     rnic_qp_release(s, qp);
     return RNIC_CMD_OK;
@@ -554,7 +609,8 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
     int ret;
 
     if (!qp) {
-        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_HANDLE, "no such QP");
+        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_HANDLE,
+                             "qpn: no such QP");
     }
     if (mask & ~RNIC_MODIFY_STATE) {
         return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM,
@@ -566,7 +622,7 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
     }
     if (p->state != RNIC_QPS_IDLE && p->state != RNIC_QPS_ERROR) {
         return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM,
-                             "only IDLE or ERROR can be requested");
+                             "state is not IDLE or ERROR");
     }
     if (qp->conn && p->state == RNIC_QPS_ERROR) {
         /* An errored QP cannot keep its stream: reset the connection. */
@@ -591,7 +647,8 @@ uint16_t rnic_cmd_query_qp(RnicState *s, struct rnic_cmd *cmd)
     RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
 
     if (!qp) {
-        return rnic_cmd_fail("QUERY_QP", RNIC_CMD_ERR_HANDLE, "no such QP");
+        return rnic_cmd_fail("QUERY_QP", RNIC_CMD_ERR_HANDLE,
+                             "qpn: no such QP");
     }
     p->state = qp->core->state;     /* same numbering as the ABI */
     p->ird = cpu_to_le16(qp->core->ird);

@@ -29,16 +29,18 @@ static void rnic_wq_guest_error(RnicState *s, RnicQp *qp, const char *q,
  * A WQE the device cannot accept completes with LOC_QP_OP_ERR and the QP
  * goes to ERROR, as a hardware RNIC reports a malformed descriptor.  One
  * completion per wr_id: an entry the core already queued (@queued) gets
- * its completion from the flush.  A connected QP's stream ends as for any
- * local error (Terminate, then close), through the connection's owner.
+ * its completion from the flush.  The completion names the entry's own
+ * opcode when it could be read, so a refused Read reports READ.  A
+ * connected QP's stream ends as for any local error (Terminate, then
+ * close), through the connection's owner.
  */
 static void rnic_wq_reject(RnicState *s, RnicQp *qp, RnicCq *cq,
-                           uint64_t wr_id, bool recv, bool queued)
+                           uint64_t wr_id, enum rnic_wc_opcode op, bool queued)
 {
     struct rnic_cqe c = {
         .wr_id = wr_id,
         .status = RNIC_WC_LOC_QP_OP_ERR,
-        .opcode = recv ? RNIC_WC_RECV : RNIC_WC_SEND,
+        .opcode = op,
         .qpn = qp->qpn,
     };
     enum rnic_qp_state st = qp->core->state;
@@ -97,7 +99,8 @@ static const char *rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
 
 /* One send queue entry to the core: NULL, or why it was refused. */
 static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp,
-                                     uint64_t *wr_id, bool *queued)
+                                     uint64_t *wr_id, enum rnic_wc_opcode *op,
+                                     bool *queued)
 {
     struct rnic_sq_wqe w;
     struct rnic_send_wr wr;
@@ -111,6 +114,7 @@ static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp,
     }
     why = rnic_abi_send_wr(&w, &wr);
     *wr_id = wr.wr_id;
+    *op = rnic_wc_opcode_of(wr.opcode);
     if (why) {
         return why;
     }
@@ -157,13 +161,15 @@ static bool rnic_wq_fetch(RnicState *s, RnicQp *qp, bool recv,
 
     for (; r->cons != r->prod && budget; r->cons++, budget--) {
         uint64_t wr_id = 0;
+        enum rnic_wc_opcode op = recv ? RNIC_WC_RECV : RNIC_WC_SEND;
         bool queued;
         const char *why = recv ? rnic_wq_take_recv(s, qp, &wr_id, &queued)
-                               : rnic_wq_take_send(s, qp, &wr_id, &queued);
+                               : rnic_wq_take_send(s, qp, &wr_id, &op,
+                                                   &queued);
 
         if (why) {
             rnic_wq_guest_error(s, qp, recv ? "RQ" : "SQ", r->cons, why);
-            rnic_wq_reject(s, qp, recv ? qp->rcq : qp->scq, wr_id, recv,
+            rnic_wq_reject(s, qp, recv ? qp->rcq : qp->scq, wr_id, op,
                            queued);
         }
         (*left)--;

@@ -321,6 +321,8 @@ extern const MemoryRegionOps rnic_udb_ops;
 void rnic_cmdq_kick(RnicState *s);
 void rnic_cmdq_run(void *opaque);
 const char *rnic_cmd_name(uint8_t opcode);
+/* Logs why command @cmd failed (a guest error naming the field); @status. */
+uint16_t rnic_cmd_fail(const char *cmd, uint16_t status, const char *why);
 
 /* rnic-verbs.c */
 typedef uint16_t RnicCmdFn(RnicState *s, struct rnic_cmd *cmd);

@@ -184,12 +184,13 @@ struct rnic_cmd_pd {                /* CREATE_PD, DESTROY_PD */
 #define RNIC_MR_POLICY_PERSISTENT 1
 #define RNIC_MR_POLICY_ONE_SHOT   2
 #define RNIC_MR_NO_REMOTE_INV     (1u << 7)   /* refuse Send with Invalidate */
+#define RNIC_MR_MAX_PAGES         (1u << 20)  /* REG_MR's npages at most */
 
 struct rnic_cmd_reg_mr {            /* REG_MR */
     uint32_t stag;                  /* out */
     uint32_t pdn;                   /* in */
     uint32_t access;                /* in: RNIC_ACC_* */
-    uint32_t npages;                /* in: entries at pbl_addr */
+    uint32_t npages;                /* in: entries at pbl_addr, 1.. */
     uint64_t iova;                  /* in: tagged offset of the first byte */
     uint64_t length;                /* in: bytes */
     uint64_t pbl_addr;              /* in: array of npages u64 page addresses */

@@ -9,7 +9,7 @@
 #   rnic <-> rnic   rdma-rnic-perf.sh (two guests with -device rnic)
 #   io              the same, each device on an IOThread (E2E_IOTHREAD=1)
 #   io-sys          io with librnic's direct mode off (RNIC_DIRECT=0):
-#                   every post and poll a system call, as before ABI 0.3
+#                   every post and poll a system call
 #   io-prio         io with the IOThreads at nice -10 (E2E_IOTHREAD_NICE):
 #                   perftest polls, so each TCG guest keeps a host core
 #                   busy, and with 2 cores the devices get what is left

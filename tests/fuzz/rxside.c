@@ -424,11 +424,12 @@ static void rxs_rebind_window(struct rxs *r, enum rxs_window i)
                                          rnic_stag_next_key(old))));
         return;
     }
-    /* the engine binds with the next key; the new STag is valid once
-     * the WR ran, so its ranges can be allowed now */
+    /* the new STag is valid once the WR ran, so its ranges can be
+     * allowed now */
     wr.bind = (struct rnic_bind_params) {
         .mw_stag = r->mw[i], .mr_stag = r->stag[RXS_WIN_HOST], .to = to,
         .length = w->len, .access = w->access,
+        .key = rnic_stag_key(rnic_stag_next_key(old)),
     };
     rxs_post_local(r, &wr, old);
     r->mw[i] = rnic_stag_next_key(old);

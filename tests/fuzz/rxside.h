@@ -55,7 +55,7 @@ enum rxs_region {
     RXS_ATOMIC,
     RXS_PAGES,                      /* page list: remote read and write */
     RXS_WIN_HOST,                   /* page list: no remote rights, MWs */
-    RXS_FAST,                       /* ALLOC_MR, fast-registered (0.2) */
+    RXS_FAST,                       /* ALLOC_MR, fast-registered */
     RXS_NREGIONS,
 };
 

@@ -378,9 +378,9 @@ static void test_query_before_mpa(void)
 }
 
 /*
- * ABI 0.2: after CONN_REJECTED the peer's private data is read with
- * QUERY_CONN naming the QP (the connection itself is gone: without the
- * QP, ERR_HANDLE as in 0.1).
+ * After CONN_REJECTED the peer's private data is read with QUERY_CONN
+ * naming the QP (the connection itself is gone: without the QP,
+ * ERR_HANDLE).
  */
 static void expect_reject_kept(CmTest *c, const struct rnic_event *ev,
                                const char *why)

@@ -852,7 +852,7 @@ static void test_example_no_receive(void)
     example_stop(&a, &b);
 }
 
-/* ---- ABI 0.2: fast registration, physical STag, Read with Invalidate ---- */
+/* ---- fast registration, physical STag, Read with Invalidate ---- */
 
 #define FR_OFF      32768       /* pages of the buffer FAST_REG maps */
 #define FR_IOVA     0x5000000ull

@@ -343,7 +343,7 @@ static void test_invalid_stag(void)
 }
 
 /*
- * ABI 0.2: the physical STag of a kernel QP's PD, named by the peer in a
+ * The physical STag of a kernel QP's PD, named by the peer in a
  * Write to a bus address it guessed right: an invalid STag (Terminate),
  * nothing placed.
  */

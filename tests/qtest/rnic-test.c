@@ -656,7 +656,7 @@ static void doorbell_pages_reuse(RnicTest *t, uint32_t pdn, uint32_t cqn,
 }
 
 /*
- * ABI 0.3's doorbell pages: a queue created with udb = n + 1 is rung
+ * Doorbell pages: a queue created with udb = n + 1 is rung
  * through page n of BAR 4 (and BAR 0, the kernel's), never through another
  * page; a doorbell through another page does nothing.  (That it cannot
  * displace the owner's from the IOThread's mailbox depends on the drain's
@@ -730,13 +730,17 @@ static void test_doorbell_pages(void)
     rnic_test_stop(&t);
 }
 
-/* A malformed send WQE gives LOC_QP_OP_ERR, QP_ERROR and a QP in ERROR. */
+/*
+ * A malformed send WQE gives LOC_QP_OP_ERR with the entry's own opcode,
+ * QP_ERROR and a QP in ERROR; one of unknown opcode reports SEND.
+ */
 static void test_bad_wqe(void)
 {
     struct rnic_sq_wqe w = {
         .wr_id = cpu_to_le64(0xbad),
-        .opcode = 0x55,
+        .opcode = RNIC_WQE_READ,
         .flags = RNIC_WQE_FLAG_SIGNALED,
+        .num_sge = 2,           /* a Read has one sink */
     };
     struct rnic_cq_entry e;
     struct rnic_event ev;
@@ -750,14 +754,23 @@ static void test_bad_wqe(void)
     g_assert_true(rnic_read_cqe(&t, ring, 3, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0xbad);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_LOC_QP_OP_ERR);
+    g_assert_cmpuint(e.opcode, ==, RNIC_WQE_READ);
     g_assert_true(rnic_next_event(&t, &ev));
     g_assert_cmpuint(ev.type, ==, RNIC_EV_QP_ERROR);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qp.qpn);
     g_assert_cmpuint(rnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
+    w.opcode = 0x55;
+    w.wr_id = cpu_to_le64(0xbad2);
+    rnic_post_send(&t, &qp, &w);
+    rnic_settle(&t);
+    g_assert_true(rnic_read_cqe(&t, ring, 3, 1, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0xbad2);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_LOC_QP_OP_ERR);
+    g_assert_cmpuint(e.opcode, ==, RNIC_WQE_SEND);
     /* A doorbell for a QP that does not exist is ignored. */
     rnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(0x7777, 1));
     rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 1, &e));
+    g_assert_false(rnic_read_cqe(&t, ring, 3, 2, &e));
     rnic_test_stop(&t);
 }
 

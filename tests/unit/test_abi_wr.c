@@ -60,12 +60,13 @@ START_TEST(test_send_inline_and_bind)
     ck_assert_uint_eq(wr.bind.mw_stag, 0x500);
     ck_assert_uint_eq(wr.bind.mr_stag, 9);
     ck_assert_uint_eq(wr.bind.length, 4096);
-    ck_assert_uint_eq(wr.bind.access, 0x000003);   /* key bits dropped */
+    ck_assert_uint_eq(wr.bind.access, 0x000003);
+    ck_assert_uint_eq(wr.bind.key, 0x7f);
     ck_assert_uint_eq(wr.num_sge, 0);
 }
 END_TEST
 
-/* ABI 0.2: FAST_REG's fields sit in the SGE area; READ_INV names its STag. */
+/* FAST_REG's fields sit in the SGE area; READ_INV names its STag. */
 START_TEST(test_fast_reg_and_read_inv)
 {
     struct rnic_sq_wqe w = {

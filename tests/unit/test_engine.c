@@ -1050,6 +1050,7 @@ START_TEST(test_local_inv_and_bind_in_order)
     bind.bind = (struct rnic_bind_params) {
         .mw_stag = mw, .mr_stag = mr, .to = epf_addr(DST_OFF + 4096),
         .length = 4096, .access = RNIC_ACCESS_REMOTE_WRITE,
+        .key = rnic_stag_key(bound),
     };
     inv.invalidate_stag = bound;
     epf_post_recv(&A, 1, MISC_OFF, 64);
@@ -1076,7 +1077,7 @@ START_TEST(test_local_inv_and_bind_in_order)
 END_TEST
 
 /*
- * ABI 0.2 through the engine: a kernel QP's FAST_REG (page list read from
+ * Through the engine: a kernel QP's FAST_REG (page list read from
  * guest memory when it runs) maps a Read-with-Invalidate sink; the Read's
  * completion comes after the sink is invalid and says so.  A user QP's
  * FAST_REG fails.
@@ -1146,6 +1147,7 @@ START_TEST(test_bound_window_written)
     bind.bind = (struct rnic_bind_params) {
         .mw_stag = mw, .mr_stag = mr, .to = epf_addr(DST_OFF + 4096),
         .length = 4096, .access = RNIC_ACCESS_REMOTE_WRITE,
+        .key = rnic_stag_key(rnic_stag_next_key(mw)),
     };
     epf_post(&B, &bind);
     run();
@@ -1488,6 +1490,29 @@ START_TEST(test_batch_one_shot_source)
 }
 END_TEST
 
+/*
+ * A zero-length Read is answered without resolving its STag, so it must
+ * not use up a one-shot STag: not even one of another PD, which a Read of
+ * any length may not touch.
+ */
+START_TEST(test_zero_read_keeps_one_shot)
+{
+    uint32_t pd = A.pd, src;
+    struct rnic_stag_info info;
+
+    rec_reset();
+    ck_assert_int_eq(rnic_pd_alloc(A.stags, &A.pd), RNIC_STAG_OK);
+    src = remote_mr(&A, SRC_OFF, MIB, RNIC_ACCESS_REMOTE_READ,
+                    RNIC_STAG_ONE_SHOT);
+    A.pd = pd;
+    batch_read(&B, 1, DST_OFF, src, SRC_OFF, 0);
+    drain_both(false);
+    expect_cqe(B.scq, 1, RNIC_WC_SUCCESS, RNIC_WC_READ, 0);
+    ck_assert_int_eq(rnic_stag_query(A.stags, src, &info), RNIC_STAG_OK);
+    ck_assert(info.valid);
+}
+END_TEST
+
 /* Read Responses from a persistent source go out together: all three are
  * in A's first batch, not one per batch. */
 START_TEST(test_batch_read_responses)
@@ -1806,6 +1831,7 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_recv_too_long);
     tcase_add_loop_test(tc, test_batch_same_stream, 0, 12);
     tcase_add_test(tc, test_batch_one_shot_source);
+    tcase_add_test(tc, test_zero_read_keeps_one_shot);
     tcase_add_test(tc, test_batch_read_responses);
     tcase_add_test(tc, test_batch_bad_sge_waits);
     tcase_add_test(tc, test_batch_completion_at_last_octet);

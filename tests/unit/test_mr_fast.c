@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * ABI 0.2's memory: ALLOC_MR regions filled by rnic_mr_fast_reg(), and the
+ * Kernel consumers' memory: ALLOC_MR regions filled by rnic_mr_fast_reg(), and the
  * physical STag that only a privileged (kernel QP) local access reaches.
  * Guest memory is a plain buffer whose DMA refuses every byte outside it.
  */

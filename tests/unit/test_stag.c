@@ -299,6 +299,42 @@ START_TEST(test_mr_register_rejects_bad_attrs)
 }
 END_TEST
 
+/*
+ * With two released indices, a key the first one last carried takes the
+ * second: the driver sees no refusal, the first stays at the head.
+ */
+START_TEST(test_key_reuse_takes_next_index)
+{
+    struct rnic_stag_table_params p = { .max_stags = 3, .max_pds = 1 };
+    struct rnic_stag_table *small = rnic_stag_table_new(&p);
+    uint64_t page = gaddr(0);
+    struct rnic_mr_attr a;
+    uint32_t pd, stag[3], again, other;
+
+    ck_assert_st(rnic_pd_alloc(small, &pd), RNIC_STAG_OK);
+    a = mr_attr(pd, &page, 1, 0);
+    for (int i = 0; i < 3; i++) {
+        a.key = 0x20 + i;
+        ck_assert_st(rnic_mr_register(small, &a, &stag[i]), RNIC_STAG_OK);
+    }
+    ck_assert_st(rnic_mr_deregister(small, stag[0]), RNIC_STAG_OK);
+    ck_assert_st(rnic_mr_deregister(small, stag[2]), RNIC_STAG_OK);
+    a.key = 0x20;
+    ck_assert_st(rnic_mr_register(small, &a, &again), RNIC_STAG_OK);
+    ck_assert_uint_eq(rnic_stag_index(again), rnic_stag_index(stag[2]));
+    a.key = 0x30;
+    ck_assert_st(rnic_mr_register(small, &a, &other), RNIC_STAG_OK);
+    ck_assert_uint_eq(rnic_stag_index(other), rnic_stag_index(stag[0]));
+    ck_assert_st(rnic_mr_register(small, &a, &stag[0]),
+                 RNIC_STAG_ERR_NO_RESOURCES);
+    ck_assert_st(rnic_mr_deregister(small, again), RNIC_STAG_OK);
+    ck_assert_st(rnic_mr_deregister(small, other), RNIC_STAG_OK);
+    ck_assert_st(rnic_mr_deregister(small, stag[1]), RNIC_STAG_OK);
+    ck_assert_st(rnic_pd_free(small, pd), RNIC_STAG_OK);
+    rnic_stag_table_free(small);
+}
+END_TEST
+
 START_TEST(test_mr_table_full)
 {
     struct rnic_stag_table_params p = { .max_stags = 3, .max_pds = 1 };
@@ -1600,6 +1636,7 @@ Suite *stag_suite(void)
     tcase_add_test(tc, test_pd_free_refused_while_used);
     tcase_add_test(tc, test_mr_register_rejects_bad_attrs);
     tcase_add_test(tc, test_mr_table_full);
+    tcase_add_test(tc, test_key_reuse_takes_next_index);
     tcase_add_test(tc, test_released_index_comes_back_last);
     tcase_add_test(tc, test_resolve_every_status);
     tcase_add_test(tc, test_resolve_checks_in_order);

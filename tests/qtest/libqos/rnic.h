@@ -119,7 +119,7 @@ uint16_t rnic_create_qp_at(RnicTest *t, uint32_t pdn, uint32_t scq,
 uint16_t rnic_try_create_qp_srq(RnicTest *t, uint32_t pdn, uint32_t scq,
                                 uint32_t rcq, uint32_t srqn, uint8_t log,
                                 RnicTestQp *qp);
-/* ... with RNIC_QP_FLAG_* (ABI 0.2: KERNEL). */
+/* ... with RNIC_QP_FLAG_* (e.g. KERNEL). */
 uint16_t rnic_try_create_qp_flags(RnicTest *t, uint32_t pdn, uint32_t scq,
                                   uint32_t rcq, uint32_t srqn, uint8_t log,
                                   uint16_t flags, RnicTestQp *qp);
