@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from mdtables import tables     # tests/spec/mdtables.py: Markdown tables
+
 TIMEOUT_S = 30
 
 
@@ -34,8 +36,7 @@ class Spec:
     def __init__(self, path):
         self.layout = {}        # struct name -> {field: (offset, size)}
         self.value = {}         # table kind -> {NAME: value}
-        heading = ""
-        for heading, rows in self._tables(open(path).read(), heading):
+        for heading, rows in tables(open(path).read()):
             title = [c.lower() for c in rows[0]]
             m = re.search(r"`struct (rnic_\w+)`", heading)
             if m and title[:3] == ["offset", "size", "field"]:
@@ -55,23 +56,6 @@ class Spec:
     def _tick(cell):
         m = re.search(r"`([^`]+)`", cell)
         return m.group(1) if m else cell
-
-    @staticmethod
-    def _tables(text, heading):
-        rows = None
-        for line in text.splitlines() + [""]:
-            if line.startswith("|"):
-                cells = [c.strip() for c in line.strip("| ").split("|")]
-                if rows is None:
-                    rows = [cells]
-                elif not set("".join(cells)) <= set("-: "):
-                    rows.append(cells)
-                continue
-            if rows is not None:
-                yield heading, rows
-                rows = None
-            if line.startswith("#"):
-                heading = line
 
     def reg(self, name):
         return self.value["offset"][name]
@@ -105,7 +89,8 @@ class Qtest:
         srv.listen(1)
         self.proc = subprocess.Popen(
             [qemu, "-machine", "q35", "-accel", "qtest", "-nodefaults",
-             "-display", "none", "-qtest", "unix:" + path] + args)
+             "-display", "none", "-qtest", "unix:" + path,
+             "-qtest-log", "/dev/null"] + args)
         srv.settimeout(TIMEOUT_S)
         self.sock, _ = srv.accept()
         srv.close()

@@ -6,13 +6,16 @@
 # compiler's, in order; tables that show part of a structure (a command
 # that reads only the handle) agree with it; every register, opcode and
 # status code of the header is in a spec table with its value, and the
-# spec names none the header lacks.  The compiler's view comes from
+# spec names none the header lacks; every section that the spec or the
+# header's comments name ("Title") exists.  The compiler's view comes from
 # tests/spec/abi-layout.c (offsetof, sizeof).
 #
-# Usage: check-spec.py SPEC_MD < abi-layout output
+# Usage: check-spec.py SPEC_MD HEADER < abi-layout output
 import re
 import sys
 from pathlib import Path
+
+from mdtables import tables
 
 # A constant table is known by its first two column titles.
 PREFIX = {("offset", "name"): "RNIC_REG_",
@@ -37,24 +40,6 @@ def compiler_view(lines):
         else:
             consts[name] = int(rest[0])
     return structs, consts
-
-
-def tables(text):
-    """(heading, rows) of each Markdown table; rows are lists of cells."""
-    heading, rows = "", None
-    for line in text.splitlines() + [""]:
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if rows is None:
-                rows = [cells]
-            elif not set("".join(cells)) <= set("-: "):
-                rows.append(cells)
-            continue
-        if rows is not None:
-            yield heading, rows
-            rows = None
-        if line.startswith("#"):
-            heading = line
 
 
 def field_name(cell):
@@ -121,7 +106,17 @@ def check_version(text, consts, errors):
                       f"{consts['RNIC_VERSION_VALUE']:#010x}")
 
 
-def main(spec):
+def check_references(text, header, errors):
+    heads = [h.replace("`", "") for h in
+             re.findall(r"^#+ (.*)$", text, re.M)]
+    refs = re.findall(r'\("([A-Z][^"]*)"', text) + \
+        re.findall(r'docs/spec\.md "([^"]*)', header.replace("\n *", " "))
+    for ref in sorted(set(" ".join(r.split()) for r in refs)):
+        if not any(h.startswith(ref) for h in heads):
+            errors.append(f'section "{ref}" is named but is not in spec.md')
+
+
+def main(spec, header):
     structs, consts = compiler_view(sys.stdin.read().splitlines())
     text = Path(spec).read_text()
     spec_tables = list(tables(text))
@@ -129,6 +124,7 @@ def main(spec):
     check_layouts(spec_tables, structs, errors)
     check_constants(spec_tables, consts, errors)
     check_version(text, consts, errors)
+    check_references(text, Path(header).read_text(), errors)
     for e in errors:
         print(f"spec: {e}")
     print(f"spec: {len(structs)} structures, {len(consts)} constants; "
@@ -137,4 +133,4 @@ def main(spec):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -26,7 +26,8 @@ mkdir -p "$out"
 if ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -I"$top/include" \
         "$here/abi-layout.c" -o "$out/abi-layout" &&
    "$out/abi-layout" > "$out/abi-layout.txt"; then
-    python3 "$here/check-spec.py" "$top/docs/spec.md" < "$out/abi-layout.txt"
+    python3 "$here/check-spec.py" "$top/docs/spec.md" \
+        "$top/include/rnic/rnic-abi.h" < "$out/abi-layout.txt"
     result "spec.md agrees with rnic-abi.h" $?
 else
     result "rnic-abi.h: every byte a named field" 1
