@@ -340,7 +340,8 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     l->watched = false;
     l->retry = rnic_timer_new_ms(s, rnic_listener_retry, l);
     rnic_fd_names(fd, &l->local, NULL);
-    p->local = l->local;
+    /* The guest's address stays; only the port the host chose is news. */
+    p->local.port = l->local.port;
     p->listener_id = cpu_to_le32(l->id);
     rnic_listeners_watch(s);
     trace_rnic_listen(l->id, le16_to_cpu(l->local.port));

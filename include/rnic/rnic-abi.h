@@ -179,7 +179,7 @@ struct rnic_cmd_pd {                /* CREATE_PD, DESTROY_PD */
 #define RNIC_ACC_REMOTE_ATOMIC   (1u << 4)
 #define RNIC_ACC_MW_BIND         (1u << 5)
 
-/* Invalidation policy of an STag (docs/spec.md "STags"). */
+/* Invalidation policy of an STag (docs/spec.md "Invalidation policy"). */
 #define RNIC_MR_POLICY_DEFAULT    0   /* the device's stag-default */
 #define RNIC_MR_POLICY_PERSISTENT 1
 #define RNIC_MR_POLICY_ONE_SHOT   2
@@ -239,7 +239,7 @@ struct rnic_cmd_bind_mw {           /* BIND_MW: type 1 windows only */
     uint64_t length;                /* in */
     uint32_t access;                /* in: RNIC_ACC_REMOTE_* */
     uint8_t  key;                   /* in: new key of the window */
-    uint8_t  policy;                /* in: RNIC_MR_POLICY_* | flags */
+    uint8_t  policy;                /* in: RNIC_MR_POLICY_* (no flags) */
     uint16_t rsvd;
     uint32_t new_stag;              /* out */
     uint32_t rsvd1;
@@ -338,8 +338,8 @@ struct rnic_sockaddr {
 struct rnic_cmd_listen {            /* LISTEN, UNLISTEN */
     uint32_t listener_id;           /* out: LISTEN; in: UNLISTEN */
     uint32_t backlog;               /* in */
-    struct rnic_sockaddr local;     /* in; port 0: out, the port the host
-                                     * chose */
+    struct rnic_sockaddr local;     /* in; out: port, the one the host
+                                     * chose when 0 was given */
 };
 
 /*
@@ -358,8 +358,10 @@ struct rnic_cmd_listen {            /* LISTEN, UNLISTEN */
 
 /* What CONNECT, ACCEPT and REJECT send in the MPA Request, Reply or Reject. */
 struct rnic_conn_param {
-    uint16_t ird;                   /* in: Reads we serve at once, 0..max_ird */
-    uint16_t ord;                   /* in: Reads we issue at once, 0..max_ord */
+    uint16_t ird;                   /* in: Reads we serve at once, 0..max_ird
+                                     * (more is taken as max_ird) */
+    uint16_t ord;                   /* in: Reads we issue at once, 0..max_ord
+                                     * (more is taken as max_ord) */
     uint16_t pdata_len;             /* in: <= RNIC_MAX_PDATA */
     uint8_t  rtr;                   /* in: RNIC_RTR_* */
     uint8_t  rsvd;
