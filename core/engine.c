@@ -31,17 +31,18 @@ static uint32_t ep_mulpdu(const struct rnic_ep_params *p)
     return (uint32_t)rnic_fpdu_mulpdu(emss, p->mpa.markers_tx);
 }
 
-/* Without RFC 6581 the QP's own limits stand: MPA rev 1 has no IRD/ORD. */
+/*
+ * The limits of the MPA exchange: RFC 6581's, or without it (MPA rev 1)
+ * the ones this side asked for.
+ */
 static int ep_adopt(struct rnic_ep *ep)
 {
     struct rnic_qp *qp = ep->qp;
-    uint32_t ord = ep->mpa.enhanced ? ep->mpa.ord : qp->attr.max_ord;
-    uint32_t ird = ep->mpa.enhanced ? ep->mpa.ird : qp->attr.max_ird;
 
     if (qp->state == RNIC_QP_RTS) {
         return 0;
     }
-    return rnic_qp_adopt_connection(qp, ord, ird);
+    return rnic_qp_adopt_connection(qp, ep->mpa.ord, ep->mpa.ird);
 }
 
 static void ep_init_rtr(struct rnic_ep *ep)

@@ -242,6 +242,10 @@ static int mpa_negotiate_common(const struct rnic_mpa_params *local,
     }
     if (!err && res->enhanced) {
         err = mpa_negotiate_ird_ord(local, peer, res);
+    } else if (!err) {
+        /* Nothing exchanged: each side keeps the limits it asked for. */
+        res->ird = local->ird;
+        res->ord = local->ord;
     }
     return err;
 }

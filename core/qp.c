@@ -443,7 +443,7 @@ int rnic_qp_connection_closed(struct rnic_qp *qp)
 
 /* ---- posting ---- */
 
-static bool rnic_qp_flushes_posts(const struct rnic_qp *qp)
+bool rnic_qp_flushes_posts(const struct rnic_qp *qp)
 {
     return qp->state == RNIC_QP_TERMINATE || qp->state == RNIC_QP_ERROR;
 }

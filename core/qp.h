@@ -179,6 +179,8 @@ bool rnic_qp_close_flushes(const struct rnic_qp *qp);
  */
 int rnic_qp_post_send(struct rnic_qp *qp, const struct rnic_send_wr *wr);
 int rnic_qp_post_recv(struct rnic_qp *qp, const struct rnic_recv_wr *wr);
+/* True in TERMINATE and ERROR, where a posted WR is flushed at once. */
+bool rnic_qp_flushes_posts(const struct rnic_qp *qp);
 
 /*
  * The next WR the tx path may start now, or NULL: not RTS, nothing

@@ -30,7 +30,10 @@ void rnic_cq_deliver(RnicState *s, RnicCq *cq)
         struct rnic_cq_entry e;
 
         rnic_abi_cqe(&c, rnic_ring_phase(r, r->prod), &e);
-        if (rnic_ring_write(s, r, r->prod, &e, sizeof(e))) {
+        if (rnic_ring_write(s, r, r->prod, &e, sizeof(e),
+                            offsetof(struct rnic_cq_entry, status),
+                            sizeof(e) - offsetof(struct rnic_cq_entry,
+                                                 status))) {
             qemu_log_mask(LOG_GUEST_ERROR, "rnic: CQ %u ring at 0x%" PRIx64
                           " not writable; completion of wr_id 0x%" PRIx64
                           " lost\n", cq->cqn, rnic_ring_addr(r, r->prod),

@@ -45,7 +45,8 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
         trace_rnic_err_eq_overflow(type, id);
         return;
     }
-    if (rnic_ring_write(s, &r, r.prod, &ev, sizeof(ev))) {
+    if (rnic_ring_write(s, &r, r.prod, &ev, sizeof(ev), 0,
+                        offsetof(struct rnic_event, id))) {
         qemu_log_mask(LOG_GUEST_ERROR, "rnic: event ring at 0x%" PRIx64
                       " is not writable by DMA; event dropped\n",
                       rnic_ring_addr(&r, r.prod));

@@ -41,10 +41,23 @@ int rnic_ring_read(RnicState *s, const RnicRing *r, uint32_t index,
 }
 
 int rnic_ring_write(RnicState *s, const RnicRing *r, uint32_t index,
-                    const void *buf, size_t len)
+                    const void *buf, size_t len, size_t phase_off,
+                    size_t phase_len)
 {
-    return rnic_pci_write(s, rnic_ring_addr(r, index), buf,
-                          MIN(len, r->entry_size));
+    uint64_t addr = rnic_ring_addr(r, index);
+    const uint8_t *b = buf;
+    size_t end = phase_off + phase_len;
+
+    assert(len <= r->entry_size && end <= len);
+    /*
+     * Each rnic_pci_write() is ordered after the one before, so the part
+     * holding the phase, written last, is never seen before the rest.
+     */
+    if ((phase_off && rnic_pci_write(s, addr, b, phase_off)) ||
+        (end < len && rnic_pci_write(s, addr + end, b + end, len - end))) {
+        return -1;
+    }
+    return rnic_pci_write(s, addr + phase_off, b + phase_off, phase_len);
 }
 
 bool rnic_ring_db_prod(RnicRing *r, uint16_t idx)

@@ -61,7 +61,8 @@ static void rnic_wq_reject(RnicState *s, RnicQp *qp, RnicCq *cq,
 
 /*
  * One receive entry to the core; links its STag for invalidate-on-use,
- * scoped to this receive queue (the QP's RQ or the SRQ) and its PD.
+ * scoped to this receive queue (the QP's RQ or the SRQ) and its PD, unless
+ * the QP flushed the entry at once (its link would outlive it).
  * *queued: the core took the WR (and will complete it) even if the link
  * then failed.
  */
@@ -77,6 +78,7 @@ static const char *rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
         .pd = qp ? qp->pdn : srq->pdn,
         .qpn = qp ? qp->qpn : 0,
     };
+    bool flushed = qp && rnic_qp_flushes_posts(qp->core);
     int ret;
 
     *queued = false;
@@ -89,7 +91,7 @@ static const char *rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
         return strerror(-ret);
     }
     *queued = true;
-    if (linked &&
+    if (linked && !flushed &&
         rnic_stag_link_to_recv(s->stags, linked, &owner, wr.wr_id) !=
         RNIC_STAG_OK) {
         return "linked STag invalid, of another PD or QP, or already linked";

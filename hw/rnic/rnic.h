@@ -476,9 +476,14 @@ uint8_t rnic_ring_phase(const RnicRing *r, uint32_t index);
 /* Entry @index, entry_size bytes; nonzero on a DMA error. */
 int rnic_ring_read(RnicState *s, const RnicRing *r, uint32_t index,
                    void *buf);
-/* The first @len bytes (at most entry_size) of entry @index. */
+/*
+ * The first @len bytes (at most entry_size) of entry @index of a ring the
+ * driver polls by phase (CQ, event queue): the @phase_len bytes at
+ * @phase_off, which hold the phase, go last.
+ */
 int rnic_ring_write(RnicState *s, const RnicRing *r, uint32_t index,
-                    const void *buf, size_t len);
+                    const void *buf, size_t len, size_t phase_off,
+                    size_t phase_len);
 /* A doorbell's 16-bit producer index; false if more than a ring ahead. */
 bool rnic_ring_db_prod(RnicRing *r, uint16_t idx);
 /* A doorbell's 16-bit consumer index (a CQ's), never past prod. */

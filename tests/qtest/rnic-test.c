@@ -477,6 +477,53 @@ static uint32_t start_with_qp(RnicTest *t, uint8_t vector, uint64_t *ring,
     return cqn;
 }
 
+/*
+ * A receive posted to a QP in ERROR is flushed at once and links no STag:
+ * its region can still get a window, which a linked region cannot.
+ */
+static void test_flushed_recv_links_nothing(void)
+{
+    struct rnic_cmd_alloc_mw aw = { .type = 1, .key = 1 };
+    struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x51) };
+    struct rnic_cmd_bind_mw bw;
+    struct rnic_cq_entry e;
+    struct rnic_cmd cmd;
+    uint32_t pdn, cqn, mr;
+    uint64_t ring, buf;
+    RnicTestQp qp;
+    RnicTest t;
+
+    rnic_test_start(&t, NULL);
+    rnic_test_enable(&t);
+    pdn = rnic_create_pd(&t);
+    cqn = rnic_create_cq(&t, 3, 2, &ring);
+    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
+                    RNIC_CMD_OK);
+    buf = guest_alloc(t.alloc, 4096);
+    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE |
+                                RNIC_ACC_MW_BIND, 0x42, &mr), ==, RNIC_CMD_OK);
+    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    w.linked_stag = cpu_to_le32(mr);
+    rnic_post_recv(&t, &qp, &w);
+    rnic_settle(&t);
+    g_assert_true(rnic_read_cqe(&t, ring, 3, 0, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x51);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
+    aw.pdn = cpu_to_le32(pdn);
+    cmd = rnic_cmd_ok(&t, RNIC_CMD_ALLOC_MW, &aw, sizeof(aw));
+    bw = (struct rnic_cmd_bind_mw) {
+        .mw_stag = ((struct rnic_cmd_alloc_mw *)cmd.u.raw)->stag,
+        .mr_stag = cpu_to_le32(mr),
+        .addr = cpu_to_le64(0x7f0000000000ull),
+        .length = cpu_to_le64(4096),
+        .access = cpu_to_le32(RNIC_ACC_REMOTE_READ),
+        .key = 2,
+    };
+    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw)),
+                    ==, RNIC_CMD_OK);
+    rnic_test_stop(&t);
+}
+
 /* Receives posted to an unconnected QP are flushed when it goes to ERROR. */
 static void test_flush_to_guest_cq(void)
 {
@@ -974,6 +1021,8 @@ int main(int argc, char **argv)
                    test_reg_mr_bad_page_list);
     qtest_add_func("/rnic/verbs/cq-qp", test_cq_qp_lifecycle);
     rnic_test_add_both("/rnic/wq/flush", test_flush_to_guest_cq);
+    rnic_test_add_both("/rnic/wq/flushed-recv-links-nothing",
+                       test_flushed_recv_links_nothing);
     rnic_test_add_both("/rnic/wq/doorbell-burst", test_doorbell_burst);
     rnic_test_add_both("/rnic/wq/doorbell-pages", test_doorbell_pages);
     rnic_test_add_both("/rnic/wq/arm-with-waiting-completions",

@@ -189,8 +189,14 @@ START_TEST(test_revisions)
     a.rev = 1;
     ck_assert_int_eq(rnic_mpa_build_request(&a, buf, sizeof(buf)), 20);
     assert_bytes(buf, 20, SIW_KEY_REQ "00010000");
+    a.ird = 3;
+    a.ord = 0;
+    b.ird = 5;
+    b.ord = 7;
     ck_assert_int_eq(handshake(&a, &b, &ra, &rb), 0);
     ck_assert(ra.rev == 1 && rb.rev == 1 && !ra.enhanced && !rb.enhanced);
+    /* nothing exchanged: each side keeps the limits it asked for */
+    ck_assert(ra.ird == 3 && ra.ord == 0 && rb.ird == 5 && rb.ord == 7);
     /* an enhanced initiator meets a rev 1 responder */
     a.rev = 2;
     b.rev = 1;
