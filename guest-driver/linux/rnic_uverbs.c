@@ -22,7 +22,7 @@
 #include "../rnic-uapi.h"
 
 #define RNIC_UCTX_EVENTS	256	/* per open file */
-#define RNIC_MR_MAX_PAGES	(SZ_1G / PAGE_SIZE)
+#define RNIC_U_MR_MAX_PAGES	(SZ_1G / PAGE_SIZE)
 #define RNIC_POLL_MAX		256	/* CQEs per RNIC_IOC_POLL_CQ */
 #define RNIC_POST_MAX		1024	/* WQEs per post */
 
@@ -247,7 +247,7 @@ static int rnic_ioc_reg_mr(struct rnic_uctx *ctx, struct rnic_u_reg_mr *u)
 	if (!mr)
 		return -ENOMEM;
 	mr->npages = DIV_ROUND_UP(offset + u->length, PAGE_SIZE);
-	if (mr->npages > RNIC_MR_MAX_PAGES) {
+	if (mr->npages > RNIC_U_MR_MAX_PAGES) {
 		kfree(mr);
 		return -E2BIG;
 	}
