@@ -20,7 +20,10 @@ static bool parse_num(const char *s, unsigned long hi, unsigned long *out)
     return !errno && !*end && *out <= hi;
 }
 
-/* "PORT" or "PORT-PORT" */
+/*
+ * "PORT" or "PORT-PORT".  A rule for port 0 alone would match nothing:
+ * port 0 (the host picks one) is allowed only by a rule without a port.
+ */
 static bool parse_ports(char *s, struct rnic_addr_rule *r)
 {
     char *dash = strchr(s, '-');
@@ -34,7 +37,7 @@ static bool parse_ports(char *s, struct rnic_addr_rule *r)
     }
     r->port_lo = (uint16_t)lo;
     r->port_hi = dash ? (uint16_t)hi : (uint16_t)lo;
-    return r->port_lo <= r->port_hi;
+    return r->port_lo <= r->port_hi && r->port_hi != 0;
 }
 
 /* "ADDR[/BITS]" */
