@@ -188,13 +188,6 @@ void rnic_cmdq_run(void *opaque)
         (s->status & RNIC_STATUS_FATAL)) {
         return;     /* disabled since the doorbell: the ring is not ours */
     }
-    if (rnic_ring_used(&r) > rnic_ring_entries(&r)) {
-        qemu_log_mask(LOG_GUEST_ERROR, "rnic: command producer index %u is "
-                      "more than a ring ahead of %u; ignored\n",
-                      s->cmdq.prod, s->cmdq.cons);
-        s->cmdq.prod = s->cmdq.cons;
-        return;
-    }
     s->cmdq_cost = 0;
     while (s->cmdq.cons != s->cmdq.prod && n++ < RNIC_CMDQ_BUDGET &&
            s->cmdq_cost < RNIC_CMDQ_BUDGET_BYTES &&

@@ -288,6 +288,28 @@ static void test_unreadable_cmdq_is_fatal(void)
     rnic_test_stop(&t);
 }
 
+/*
+ * A command producer index more than a ring ahead is dropped at the
+ * write: the device neither runs the garbage it would name nor forgets
+ * the command posted before it.
+ */
+static void test_cmdq_prod_far_ahead(void)
+{
+    struct rnic_cmd_pd p = { 0 };
+    RnicTest t;
+
+    rnic_test_start(&t, NULL);
+    rnic_test_enable(&t);
+    rnic_cmd_queue(&t, RNIC_CMD_CREATE_PD, &p, sizeof(p));
+    rnic_wr(&t, RNIC_REG_CMDQ_PROD, t.cmd_prod);
+    rnic_wr(&t, RNIC_REG_CMDQ_PROD,
+            t.cmd_prod + (1u << RNIC_TEST_CMDQ_LOG) + 5);
+    rnic_settle(&t);
+    g_assert_cmpuint(rnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, t.cmd_prod);
+    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==, 0);
+    rnic_create_pd(&t);     /* the queue goes on */
+    rnic_test_stop(&t);
+}
 
 static void test_pd(void)
 {
@@ -1015,6 +1037,7 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/cmd/abi-version", test_abi_version);
     rnic_test_add_both("/rnic/verbs/alloc-mr", test_alloc_mr_params);
     qtest_add_func("/rnic/cmd/unreadable-ring", test_unreadable_cmdq_is_fatal);
+    qtest_add_func("/rnic/cmd/prod-far-ahead", test_cmdq_prod_far_ahead);
     qtest_add_func("/rnic/verbs/pd", test_pd);
     qtest_add_func("/rnic/verbs/mr-mw", test_mr_mw);
     qtest_add_func("/rnic/verbs/reg-mr-bad-page-list",
