@@ -85,7 +85,7 @@
 #define RNIC_CONTROL_RESET      (1u << 1)   /* self-clearing */
 
 #define RNIC_DB_ARM_NEXT        (1u << 16)  /* interrupt on next CQE */
-#define RNIC_DB_ARM_SOLICITED   (1u << 17)  /* ... on next solicited CQE */
+#define RNIC_DB_ARM_SOLICITED   (1u << 17)  /* ... next solicited or failed */
 
 /* ---- Command queue (docs/spec.md "Command queue") ---------------------- */
 /*
@@ -128,10 +128,12 @@ enum rnic_cmd_status {
     RNIC_CMD_ERR_OPCODE     = 0x0001,   /* unknown opcode */
     RNIC_CMD_ERR_PARAM      = 0x0002,   /* a field out of range */
     RNIC_CMD_ERR_RESOURCE   = 0x0003,   /* a table or limit is full */
-    RNIC_CMD_ERR_HANDLE     = 0x0004,   /* no such PD/MR/MW/CQ/QP/conn */
+    RNIC_CMD_ERR_HANDLE     = 0x0004,   /* no such PD/STag/CQ/QP/SRQ/listener
+                                         * or connection */
     RNIC_CMD_ERR_BUSY       = 0x0005,   /* object still in use */
     RNIC_CMD_ERR_STATE      = 0x0006,   /* not allowed in this state */
-    RNIC_CMD_ERR_DMA        = 0x0007,   /* a guest address was not readable */
+    RNIC_CMD_ERR_DMA        = 0x0007,   /* a guest address was not readable
+                                         * (or, for outputs, writable) */
     RNIC_CMD_ERR_ACCESS     = 0x0008,   /* access flags or PD do not match */
     RNIC_CMD_ERR_DENIED     = 0x0009,   /* address not allowed by the host */
     RNIC_CMD_ERR_ADDRINUSE  = 0x000a,   /* host could not bind the address */
@@ -190,7 +192,8 @@ struct rnic_cmd_reg_mr {            /* REG_MR */
     uint32_t stag;                  /* out */
     uint32_t pdn;                   /* in */
     uint32_t access;                /* in: RNIC_ACC_* */
-    uint32_t npages;                /* in: entries at pbl_addr, 1.. */
+    uint32_t npages;                /* in: entries at pbl_addr: exactly the
+                                     * pages the bytes span */
     uint64_t iova;                  /* in: tagged offset of the first byte */
     uint64_t length;                /* in: bytes */
     uint64_t pbl_addr;              /* in: array of npages u64 page addresses */
@@ -204,7 +207,8 @@ struct rnic_cmd_reg_mr {            /* REG_MR */
 /*
  * ALLOC_MR: a region with a page-list slot of max_pages entries and
  * no pages, invalid until a FAST_REG work request fills it.  With
- * RNIC_ALLOC_MR_PHYS: the PD's physical STag instead (max_pages 0): valid
+ * RNIC_ALLOC_MR_PHYS: a physical STag of the PD instead (a new one each
+ * call; max_pages 0): valid
  * at once, tagged offset = bus address, local read and write only, usable
  * only by RNIC_QP_FLAG_KERNEL QPs, never from the wire.
  */
@@ -247,7 +251,8 @@ struct rnic_cmd_bind_mw {           /* BIND_MW: type 1 windows only */
 
 struct rnic_cmd_cq {                /* CREATE_CQ, DESTROY_CQ */
     uint32_t cqn;                   /* out: CREATE_CQ; in: DESTROY_CQ */
-    uint8_t  log_size;              /* in: log2(entries) */
+    uint8_t  log_size;              /* in: log2(entries), 1..15, at most
+                                     * max_cqe entries */
     uint8_t  msix_vector;           /* in: 1..RNIC_MSIX_VECTORS-1 */
     uint16_t rsvd;
     uint64_t ring_addr;             /* in: 4 KiB aligned, contiguous */
@@ -263,8 +268,8 @@ struct rnic_cmd_qp {                /* CREATE_QP, DESTROY_QP */
     uint32_t send_cqn;              /* in */
     uint32_t recv_cqn;              /* in */
     uint32_t srqn;                  /* in: or RNIC_NO_SRQ */
-    uint8_t  sq_log_size;           /* in */
-    uint8_t  rq_log_size;           /* in: 0 with an SRQ */
+    uint8_t  sq_log_size;           /* in: 1..15, at most max_qp_wr */
+    uint8_t  rq_log_size;           /* in: as sq_log_size; 0 with an SRQ */
     uint16_t flags;                 /* in: RNIC_QP_FLAG_* */
     uint64_t sq_addr;               /* in: send ring, 4 KiB aligned */
     uint64_t rq_addr;               /* in: receive ring, 0 with an SRQ */
@@ -291,7 +296,7 @@ enum rnic_qp_hw_state {
 
 struct rnic_cmd_modify_qp {         /* MODIFY_QP */
     uint32_t qpn;                   /* in */
-    uint32_t mask;                  /* in: RNIC_MODIFY_* */
+    uint32_t mask;                  /* in: RNIC_MODIFY_*; 0: nothing */
     uint8_t  state;                 /* in: IDLE or ERROR (RTS comes from
                                      * CONNECT/ACCEPT) */
     uint8_t  rsvd[3];
@@ -308,8 +313,8 @@ struct rnic_cmd_query_qp {          /* QUERY_QP */
     uint16_t ird;                   /* out */
     uint16_t ord;                   /* out */
     uint32_t conn_id;               /* out: 0 when not connected */
-    uint32_t sq_cons;               /* out: WQEs consumed */
-    uint32_t rq_cons;               /* out */
+    uint32_t sq_cons;               /* out: WQEs consumed, 16-bit count */
+    uint32_t rq_cons;               /* out: as sq_cons */
 };
 
 #define RNIC_QP_TERM_NONE           0   /* none since CREATE_QP */
@@ -336,8 +341,8 @@ struct rnic_sockaddr {
 };
 
 struct rnic_cmd_listen {            /* LISTEN, UNLISTEN */
-    uint32_t listener_id;           /* out: LISTEN; in: UNLISTEN */
-    uint32_t backlog;               /* in */
+    uint32_t listener_id;           /* out: LISTEN; in: UNLISTEN; 1..16 */
+    uint32_t backlog;               /* in: 1..128 (0 is taken as 1) */
     struct rnic_sockaddr local;     /* in; out: port, the one the host
                                      * chose when 0 was given */
 };
@@ -500,7 +505,8 @@ struct rnic_wqe_fast_reg {
     uint64_t pbl_addr;              /* guest address of the page list */
     uint64_t iova;                  /* tagged offset of the first byte */
     uint64_t length;                /* bytes, at least 1 */
-    uint32_t npages;                /* <= the region's max_pages */
+    uint32_t npages;                /* exactly the pages spanned, <= the
+                                     * region's max_pages */
     uint32_t access;                /* RNIC_ACC_* (no MW_BIND) */
     uint32_t stag;                  /* the region's index, new key */
     uint32_t first_byte_offset;     /* of iova in page 0 */
@@ -516,7 +522,8 @@ struct rnic_sq_wqe {
     uint8_t  rsvd0;
     uint32_t imm_or_stag;           /* immediate; STag to invalidate */
     uint32_t remote_stag;           /* WRITE/READ/ATOMIC; MW for BIND_MW */
-    uint32_t bind_access;           /* BIND_MW: RNIC_ACC_* | key << 24 */
+    uint32_t bind_access;           /* BIND_MW: RNIC_ACC_REMOTE_* (bits
+                                     * 23:0) | new key << 24 */
     uint64_t remote_addr;           /* tagged offset at the peer */
     uint64_t atomic_arg0;           /* add value, or compare value */
     uint64_t atomic_arg1;           /* swap value */
@@ -540,17 +547,20 @@ struct rnic_rq_wqe {
 /* ---- Completions (docs/spec.md "Completions") --------------------------- */
 enum rnic_cqe_status {
     RNIC_CQE_SUCCESS         = 0x00,
-    RNIC_CQE_LOC_LEN_ERR     = 0x01, /* receive buffer too small, bad SGE */
-    RNIC_CQE_LOC_QP_OP_ERR   = 0x02, /* malformed WQE */
-    RNIC_CQE_LOC_PROT_ERR    = 0x03, /* local STag check failed */
+    RNIC_CQE_LOC_LEN_ERR     = 0x01, /* receive buffer too small, SGE out of
+                                      * bounds */
+    RNIC_CQE_LOC_QP_OP_ERR   = 0x02, /* malformed WQE, or one the QP may
+                                      * not run now */
+    RNIC_CQE_LOC_PROT_ERR    = 0x03, /* local STag invalid or of another PD */
     RNIC_CQE_WR_FLUSH_ERR    = 0x04, /* QP left RTS before this WR ran */
     RNIC_CQE_MW_BIND_ERR     = 0x05,
-    RNIC_CQE_LOC_ACCESS_ERR  = 0x06, /* DMA to a local buffer failed */
+    RNIC_CQE_LOC_ACCESS_ERR  = 0x06, /* local STag lacks the right, or DMA
+                                      * to a local buffer failed */
     RNIC_CQE_REM_INV_REQ_ERR = 0x07, /* peer refused the request */
     RNIC_CQE_REM_ACCESS_ERR  = 0x08, /* peer's STag check failed */
     RNIC_CQE_REM_OP_ERR      = 0x09, /* peer reported an operation error */
     RNIC_CQE_BAD_RESP_ERR    = 0x0a, /* unexpected response */
-    RNIC_CQE_FATAL_ERR       = 0x0b, /* connection lost, device failure */
+    RNIC_CQE_FATAL_ERR       = 0x0b, /* reserved; 1.0 never reports it */
     RNIC_CQE_GENERAL_ERR     = 0x0c, /* anything else (traced) */
 };
 
@@ -576,21 +586,21 @@ enum rnic_event_type {
     RNIC_EV_CONN_REQUEST    = 0x01, /* id: conn; arg0: listener; arg1: pdata len */
     RNIC_EV_CONN_ESTABLISHED = 0x02, /* id: qpn; arg0: conn */
     RNIC_EV_CONN_REJECTED   = 0x03, /* id: qpn; arg0: conn; arg1: pdata len */
-    RNIC_EV_CONN_ERROR      = 0x04, /* id: qpn or conn; arg0: errno */
+    RNIC_EV_CONN_ERROR      = 0x04, /* id: qpn; arg0: errno */
     RNIC_EV_CONN_CLOSED     = 0x05, /* id: qpn; arg0: 1 if abortive */
-    RNIC_EV_QP_ERROR        = 0x06, /* id: qpn; arg0: reason */
-    RNIC_EV_TERM_RECEIVED   = 0x07, /* id: qpn; arg0: layer/etype; arg1: ecode */
-    RNIC_EV_TERM_SENT       = 0x08, /* id: qpn; arg0: layer/etype; arg1: ecode */
+    RNIC_EV_QP_ERROR        = 0x06, /* id: qpn; arg0: 2 (LOC_QP_OP_ERR) */
+    RNIC_EV_TERM_RECEIVED   = 0x07, /* id: qpn; arg0: layer << 8 | etype;
+                                     * arg1: ecode */
+    RNIC_EV_TERM_SENT       = 0x08, /* as TERM_RECEIVED */
     RNIC_EV_CQ_OVERFLOW     = 0x09, /* id: cqn */
-    RNIC_EV_FATAL           = 0x0a, /* arg0: reason */
+    RNIC_EV_FATAL           = 0x0a, /* arg0: RNIC_CMD_ERR_DMA */
 };
 
-/* The listener id of connections handed in by the host (seed 004). */
+/* The listener id of connections handed in by the host. */
 #define RNIC_LISTENER_HANDED_IN     0xffffffffu
 /*
- * Connection ids are RNIC_CONN_ID_MIN or above, QP numbers below it (so
- * CONN_ERROR's id tells which it is), and an id comes back only after
- * 2^32 - 2^16 newer connections.
+ * Connection ids are RNIC_CONN_ID_MIN or above, QP numbers below it, and
+ * an id comes back only after 2^32 - 2^16 newer connections.
  */
 #define RNIC_CONN_ID_MIN            0x10000u
 
