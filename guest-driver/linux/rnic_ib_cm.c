@@ -10,7 +10,7 @@
  *                                   other listeners are /dev/rnicN's)
  *   CONN_ESTABLISHED  (active)   -> CONNECT_REPLY 0
  *   CONN_ESTABLISHED  (passive)  -> ESTABLISHED
- *   CONN_REJECTED                -> CONNECT_REPLY -ECONNREFUSED
+ *   CONN_REJECTED                -> CONNECT_REPLY -ECONNREFUSED, the Reject's private data
  *   CONN_ERROR        (active)   -> CONNECT_REPLY -errno
  *   CONN_CLOSED       (up)       -> CLOSE
  *
@@ -89,12 +89,18 @@ static void rnic_ib_deliver(struct rnic_ib_cep *cep, struct iw_cm_id *cm_id,
 	cm_id->event_handler(cm_id, &ev);
 }
 
-/* The cep's last event: it lets go of its QP and iw_cm_id and is freed. */
-static void rnic_ib_cep_final(struct rnic_ib_dev *dev, struct rnic_ib_cep *cep,
-			      enum iw_cm_event_type type, int status)
+/*
+ * The cep's last event, with the peer's private data when @info has it: it
+ * lets go of its QP and iw_cm_id and is freed.
+ */
+static void rnic_ib_cep_last(struct rnic_ib_dev *dev, struct rnic_ib_cep *cep,
+			     enum iw_cm_event_type type, int status,
+			     const struct rnic_conn_info *info)
 {
 	if (cep->cm_id) {
-		rnic_ib_deliver(cep, cep->cm_id, type, status, NULL, 0);
+		rnic_ib_deliver(cep, cep->cm_id, type, status,
+				info ? info->pdata : NULL,
+				info ? le16_to_cpu(info->pdata_len) : 0);
 		cep->cm_id->rem_ref(cep->cm_id);
 	}
 	if (cep->qp) {
@@ -103,6 +109,12 @@ static void rnic_ib_cep_final(struct rnic_ib_dev *dev, struct rnic_ib_cep *cep,
 	}
 	xa_erase(&dev->ceps, cep->conn_id);
 	kfree(cep);
+}
+
+static void rnic_ib_cep_final(struct rnic_ib_dev *dev, struct rnic_ib_cep *cep,
+			      enum iw_cm_event_type type, int status)
+{
+	rnic_ib_cep_last(dev, cep, type, status, NULL);
 }
 
 /* Private data into coherent memory for CONNECT, ACCEPT and REJECT. */
@@ -476,10 +488,19 @@ int rnic_ib_destroy_listen(struct iw_cm_id *cm_id)
 /* ---- device events ---- */
 
 /* QUERY_CONN: the peer's address, its IRD/ORD and private data. */
+/*
+ * The device's record of connection @conn_id; @qpn (0: none) also finds
+ * one that ended in a Reject, whose private data stays until the QP's
+ * next CONNECT.
+ */
 static struct rnic_conn_info *rnic_ib_query_conn(struct rnic_ib_dev *dev,
-						 u32 conn_id, dma_addr_t *dma)
+						 u32 conn_id, u32 qpn,
+						 dma_addr_t *dma)
 {
-	struct rnic_cmd_query_conn p = { .conn_id = cpu_to_le32(conn_id) };
+	struct rnic_cmd_query_conn p = {
+		.conn_id = cpu_to_le32(conn_id),
+		.qpn = cpu_to_le32(qpn),
+	};
 	struct rnic_conn_info *info;
 
 	info = dma_alloc_coherent(&dev->rdev->pdev->dev, RNIC_CONN_INFO_SIZE,
@@ -517,7 +538,7 @@ static void rnic_ib_conn_request(struct rnic_ib_dev *dev, u32 conn_id,
 	 */
 	if (!lep)
 		return;
-	info = rnic_ib_query_conn(dev, conn_id, &dma);
+	info = rnic_ib_query_conn(dev, conn_id, 0, &dma);
 	if (!info)
 		goto refuse;
 	cep = kzalloc(sizeof(*cep), GFP_KERNEL);
@@ -550,6 +571,7 @@ static void rnic_ib_conn_established(struct rnic_ib_dev *dev,
 	struct rnic_conn_info *info;
 	dma_addr_t dma;
 
+	WRITE_ONCE(cep->qp->state, IB_QPS_RTS);
 	if (cep->state == RNIC_CEP_ACCEPTING) {
 		cep->state = RNIC_CEP_ESTABLISHED;
 		rnic_ib_deliver(cep, cep->cm_id, IW_CM_EVENT_ESTABLISHED, 0,
@@ -560,7 +582,7 @@ static void rnic_ib_conn_established(struct rnic_ib_dev *dev,
 		return;
 	cep->state = RNIC_CEP_ESTABLISHED;
 	/* The responder's private data and IRD/ORD, from its MPA Reply. */
-	info = rnic_ib_query_conn(dev, cep->conn_id, &dma);
+	info = rnic_ib_query_conn(dev, cep->conn_id, 0, &dma);
 	if (info) {
 		cep->ird = min_t(u16, le16_to_cpu(info->ird), U8_MAX);
 		cep->ord = min_t(u16, le16_to_cpu(info->ord), U8_MAX);
@@ -599,11 +621,26 @@ static void rnic_ib_conn_end(struct rnic_ib_dev *dev, struct rnic_ib_cep *cep,
 		 * users expect them flushed once the connection is closed.
 		 */
 		rnic_ib_qp_error(dev, cep->qp);
+		WRITE_ONCE(cep->qp->state, IB_QPS_ERR);
 		rnic_ib_cep_final(dev, cep, IW_CM_EVENT_CLOSE, 0);
 		break;
 	default:	/* a pending request: accept or reject will fail */
 		break;
 	}
+}
+
+/* The peer's Reject, with its private data for rdma_cm's REJECTED. */
+static void rnic_ib_conn_rejected(struct rnic_ib_dev *dev,
+				  struct rnic_ib_cep *cep, u32 qpn)
+{
+	dma_addr_t dma;
+	struct rnic_conn_info *info = rnic_ib_query_conn(dev, cep->conn_id,
+							 qpn, &dma);
+
+	rnic_ib_cep_last(dev, cep, IW_CM_EVENT_CONNECT_REPLY, -ECONNREFUSED,
+			 info);
+	if (info)
+		rnic_ib_info_put(dev, info, dma);
 }
 
 void rnic_ib_cm_event(struct rnic_ib_dev *dev, const struct rnic_event *ev)
@@ -625,8 +662,8 @@ void rnic_ib_cm_event(struct rnic_ib_dev *dev, const struct rnic_event *ev)
 			rnic_ib_conn_established(dev, cep);
 		break;
 	case RNIC_EV_CONN_REJECTED:
-		if (cep)
-			rnic_ib_conn_end(dev, cep, -ECONNREFUSED);
+		if (cep && cep->state == RNIC_CEP_CONNECTING)
+			rnic_ib_conn_rejected(dev, cep, id);
 		break;
 	case RNIC_EV_CONN_ERROR:
 		if (!cep)

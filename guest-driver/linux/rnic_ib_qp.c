@@ -2,9 +2,11 @@
 /*
  * Queue pairs and the data path.  The device owns the QP's state from RTS
  * on: it goes to RTS when CONNECT or ACCEPT has adopted a connection
- * (rnic_ib_cm.c), so modify_qp only records INIT/RTR/RTS and turns SQD and
- * ERR into DISCONNECT (graceful or abortive) or, with no connection,
- * MODIFY_QP to ERROR, which flushes.  Work requests become the device's
+ * (rnic_ib_cm.c, which also records RTS and, when the connection ends,
+ * ERR).  An iWARP QP starts in INIT; modify_qp records INIT and RTR (what
+ * rdma_cm asks before it connects), refuses RTS without a connection, as
+ * siw does, and turns SQD and ERR into DISCONNECT (graceful or abortive)
+ * or, with no connection, MODIFY_QP to ERROR, which flushes.  Work requests become the device's
  * 128-byte WQEs, written into the rings and rung with one doorbell; a
  * WQE's wr_id is the driver's index and the user's wr_id waits in a
  * per-slot array until the completion comes back (rnic_ib_cq.c).  The
@@ -125,7 +127,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->free);
 	qp->sig_all = attr->sq_sig_type == IB_SIGNAL_ALL_WR;
-	qp->state = IB_QPS_RESET;
+	qp->state = IB_QPS_INIT;
 	/* An older librnic leaves no room for the rings' offsets. */
 	udb = udata ? rnic_ib_uctx(udata)->udb : 0;
 	if (udb && udata->outlen >= sizeof(struct rnic_ib_create_qp_resp))
@@ -222,11 +224,14 @@ int rnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		if (err == -ENOTCONN)
 			err = rnic_ib_qp_error(dev, qp);
 		break;
+	case IB_QPS_RTS:
+		/* Only a connection makes RTS: CONNECT or ACCEPT did. */
+		if (READ_ONCE(qp->state) != IB_QPS_RTS)
+			return -EINVAL;
+		break;
 	case IB_QPS_RESET:
 	case IB_QPS_INIT:
 	case IB_QPS_RTR:
-	case IB_QPS_RTS:
-		/* RTS comes from CONNECT/ACCEPT; the rest is bookkeeping. */
 		break;
 	default:
 		return -EINVAL;
@@ -245,8 +250,8 @@ int rnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
-	attr->qp_state = qp->state;
-	attr->cur_qp_state = qp->state;
+	attr->qp_state = READ_ONCE(qp->state);
+	attr->cur_qp_state = attr->qp_state;
 	attr->cap.max_send_wr = 1u << qp->sq.log_size;
 	attr->cap.max_recv_wr = 1u << qp->rq.log_size;
 	attr->cap.max_send_sge = RNIC_WQE_MAX_SGE;

@@ -10,6 +10,8 @@
 #     -k  an out-of-tree module (installed under extra/)
 #     -f  a file of $E2E_USERLAND, by its path inside that root; with its
 #         shared libraries when it is an ELF file (programs, plugins)
+#     -d  a directory of $E2E_USERLAND, all of it, each ELF file in it
+#         with its shared libraries (an interpreter's library, say)
 #     -b  a statically linked program built here, installed in /usr/bin
 #     -a  SRC=DST: a file built here (a provider), installed at DST, with
 #         its shared libraries when it is an ELF file
@@ -78,7 +80,7 @@ e2e_initramfs() {
         '. /lib/e2e/test.sh' >"$stage/init"
     chmod 0755 "$stage/init"
 
-    while getopts m:k:f:b:a: opt; do
+    while getopts m:k:f:b:a:d: opt; do
         arg=$OPTARG
         case $opt in
         m) mods+=("$arg") ;;
@@ -94,6 +96,12 @@ e2e_initramfs() {
         f) e2e_stage_file "$stage" "$E2E_USERLAND$arg" "$arg"
            [ "$(head -c 4 "$E2E_USERLAND$arg" | tail -c 3)" != ELF ] ||
                e2e_stage_libs "$stage" "$E2E_USERLAND$arg" ;;
+        d) mkdir -p "$stage$(dirname "$arg")"
+           cp -rL "$E2E_USERLAND$arg" "$stage$(dirname "$arg")/"
+           while IFS= read -r f; do
+               [ "$(head -c 4 "$f" | tail -c 3)" != ELF ] ||
+                   e2e_stage_libs "$stage" "$f"
+           done < <(find "$E2E_USERLAND$arg" -name '*.so*' -type f) ;;
         *) e2e_die "e2e_initramfs: bad option" ;;
         esac
     done
