@@ -4,10 +4,13 @@
 # rdma-core's own test suite (pyverbs, from Debian's python3-pyverbs) as a
 # provider maintainer runs it, on one device: in an rnic guest
 # (`--dev rnic0`) and, side by side, in a siw guest (`--dev siw0`, on
-# virtio-net).  rdma_cm's tests connect the device to itself.  One table
-# of both (tests/e2e/suite/suite-table.py); the scenario passes when rnic
-# passes every test siw passes and no test fails or errors on rnic but
-# those tests/e2e/suite/rnic-allowed.txt names, each with its reason.
+# virtio-net).  rdma_cm's tests connect the device to itself.  With the
+# suite runs tests/e2e/suite/test_iwarp.py: what the suite checks over QPs
+# it connects by modify_qp (impossible on iWARP), over QPs rdma_cm
+# connects.  One table of both devices (tests/e2e/suite/suite-table.py);
+# the scenario passes when rnic passes every test siw passes and no test
+# fails or errors on rnic but those tests/e2e/suite/rnic-allowed.txt
+# names, each with its reason.
 # E2E_SUITE_TIMEOUT: seconds for each guest (default 1500).
 . "$(dirname "$0")/lib/e2e.sh"
 
@@ -22,7 +25,8 @@ suite_files=(-f /usr/bin/python3.11 -d /usr/lib/python3.11
     -d /usr/lib/python3/dist-packages/pyverbs
     -d /usr/share/doc/rdma-core/tests
     -a "$E2E_USERLAND/bin/ip=/usr/bin/ip"
-    -a "$suite_dir/run-suite.py=/usr/lib/e2e/run-suite.py")
+    -a "$suite_dir/run-suite.py=/usr/lib/e2e/run-suite.py"
+    -a "$suite_dir/test_iwarp.py=/usr/lib/e2e/test_iwarp.py")
 
 # The guest's part, for DEV: the suite's files made importable (Debian
 # gzips some), /dev/shm, and the run, every result on the console.
@@ -30,6 +34,7 @@ guest_suite() {
     cat <<GUEST
 mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 cp -r /usr/share/doc/rdma-core/tests /tmp/suite && gunzip /tmp/suite/*.gz
+cp /usr/lib/e2e/test_iwarp.py /tmp/suite/
 python3.11 /usr/lib/e2e/run-suite.py /tmp/suite --dev $1 --port 1 --gid 0 \\
     2>&1 | tee /tmp/suite.out
 e2e_check suite-ran grep -qx SUITE-END /tmp/suite.out

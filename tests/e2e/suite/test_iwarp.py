@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+iWARP verbs tests, run with rdma-core's suite (tests/e2e/rdma-core-suite.sh
+copies this file into it): the checks the suite makes over RC QPs that it
+connects by modify_qp, which no iWARP device can do, made here over QPs
+that rdma_cm connects.  Each test forks a passive and an active process
+(the suite's two_nodes_rdmacm_traffic) that connect the device to itself;
+each side's QP is its own (created with ibv_create_qp, named to rdma_cm by
+its number), so the test posts any work request the verbs have.
+"""
+import struct
+import unittest
+
+from pyverbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
+from pyverbs.cq import CQ, CompChannel
+from pyverbs.mr import MR
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import SGE, RecvWR, SendWR
+import pyverbs.cm_enums as ce
+import pyverbs.enums as e
+
+from tests.base import RDMACMBaseTest
+
+PORT = "7471"
+DEPTH = 16
+REMOTE = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ |
+          e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC)
+
+
+class Side:
+    """One end of an rdma_cm connection, on a CQ and QP of its own."""
+
+    def __init__(self, ip, passive, syncer, events=False):
+        self.channel = CMEventChannel()
+        self.listen_id = None
+        if passive:
+            self.listen_id = CMID(creator=self.channel,
+                                  port_space=ce.RDMA_PS_TCP)
+            self.listen_id.bind_addr(AddrInfo(
+                src=ip, src_service=PORT, port_space=ce.RDMA_PS_TCP,
+                flags=ce.RAI_PASSIVE))
+            self.listen_id.listen()
+            syncer.wait()
+            self.id = self._expect(ce.RDMA_CM_EVENT_CONNECT_REQUEST)
+        else:
+            self.id = CMID(creator=self.channel, port_space=ce.RDMA_PS_TCP)
+            self.id.resolve_addr(AddrInfo(src=ip, dst=ip, dst_service=PORT,
+                                          port_space=ce.RDMA_PS_TCP))
+            self._expect(ce.RDMA_CM_EVENT_ADDR_RESOLVED)
+            syncer.wait()
+            self.id.resolve_route()
+            self._expect(ce.RDMA_CM_EVENT_ROUTE_RESOLVED)
+        self.comp = CompChannel(self.id.context) if events else None
+        self.cq = CQ(self.id.context, 2 * DEPTH, None, self.comp, 0)
+        cap = QPCap(max_send_wr=DEPTH, max_recv_wr=DEPTH)
+        self.qp = QP(self.id.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
+                                            scq=self.cq, rcq=self.cq,
+                                            cap=cap), QPAttr())
+        self.mr = MR(self.id.pd, 4096, REMOTE)
+        param = ConnParam(resources=4, depth=4, qp_num=self.qp.qp_num)
+        if passive:
+            self.id.accept(param)
+        else:
+            self.id.connect(param)
+        self._expect(ce.RDMA_CM_EVENT_ESTABLISHED)
+
+    def _expect(self, event):
+        ev = CMEvent(self.channel)
+        got = ev.event_type
+        child = None
+        if got == ce.RDMA_CM_EVENT_CONNECT_REQUEST:
+            child = CMID(creator=ev, listen_id=self.listen_id)
+        ev.ack_cm_event()
+        if got != event:
+            raise AssertionError(f"rdma_cm event {got}, expected {event}")
+        return child
+
+    def wr(self, opcode, length, offset=0):
+        """A signaled send WR over @length bytes of the MR at @offset."""
+        return SendWR(opcode=opcode, num_sge=1,
+                      sg=[SGE(self.mr.buf + offset, length, self.mr.lkey)],
+                      send_flags=e.IBV_SEND_SIGNALED)
+
+    def post_rdma(self, opcode, length, rkey, raddr, offset=0):
+        wr = self.wr(opcode, length, offset)
+        wr.set_wr_rdma(rkey, raddr)
+        self.qp.post_send(wr)
+
+    def post_recv(self, length, offset=0):
+        self.qp.post_recv(RecvWR(num_sge=1, sg=[SGE(self.mr.buf + offset,
+                                                     length, self.mr.lkey)]))
+
+    def completion(self):
+        """The next work completion, which must be a success."""
+        while True:
+            n, wcs = self.cq.poll()
+            if n:
+                wc = wcs[0]
+                assert wc.status == e.IBV_WC_SUCCESS, \
+                    f"completion status {wc.status} ({wc.opcode})"
+                return wc
+
+    def close(self):
+        self.id.disconnect()
+
+
+class IwarpRCTestCase(RDMACMBaseTest):
+    """RC traffic over QPs that rdma_cm connected."""
+
+    def _two_sides(self, flow, **kwargs):
+        self.two_nodes_rdmacm_traffic(None, getattr(self, flow), **kwargs)
+
+    def _run(self, side_flow, passive, events=False):
+        try:
+            side = Side(self.ip_addr, passive, self.syncer, events)
+            side_flow(side, passive)
+            self.syncer.wait()
+            side.close()
+        except Exception as ex:
+            self._rdmacm_exception_handler(passive, ex)
+
+    def _skip_without_atomics(self):
+        from pyverbs.device import Context
+        with Context(name=self.dev_name) as ctx:
+            if ctx.query_device().atomic_caps == e.IBV_ATOMIC_NONE:
+                raise unittest.SkipTest("the device has no atomics")
+
+    # ---- atomics (RFC 7306), as test_atomic checks them ----
+
+    def _atomic(self, side, passive, op):
+        orig, add, swap = 0x1122334455667788, 5, 0x0102030405060708
+        if passive:
+            side.mr.write(struct.pack("<Q", orig), 8, 0)
+            self.notifier.put((side.mr.rkey, side.mr.buf))
+            self.syncer.wait()          # the active side's atomic is done
+            got = struct.unpack("<Q", side.mr.read(8, 0))[0]
+            want = orig + add if op == "fadd" else swap
+            assert got == want, f"target holds {got:#x}, want {want:#x}"
+            return
+        rkey, raddr = self.notifier.get()
+        opcode = (e.IBV_WR_ATOMIC_FETCH_AND_ADD if op == "fadd"
+                  else e.IBV_WR_ATOMIC_CMP_AND_SWP)
+        wr = side.wr(opcode, 8)
+        wr.set_wr_atomic(rkey, raddr, add if op == "fadd" else orig, swap)
+        side.qp.post_send(wr)
+        wc = side.completion()
+        assert wc.byte_len == 8, f"byte_len {wc.byte_len}"
+        got = struct.unpack("<Q", side.mr.read(8, 0))[0]
+        assert got == orig, f"returned {got:#x}, want the original {orig:#x}"
+        self.syncer.wait()
+
+    def atomic_flow(self, connection_resources=None, passive=None, op=None):
+        self._run(lambda s, p: self._atomic(s, p, op), passive)
+
+    def test_rdmacm_atomic_fetch_and_add(self):
+        self._skip_without_atomics()
+        self._two_sides("atomic_flow", op="fadd")
+
+    def test_rdmacm_atomic_cmp_and_swap(self):
+        self._skip_without_atomics()
+        self._two_sides("atomic_flow", op="cswap")
+
+    # ---- RDMA Write and Read, then a Send, on the QP's own WRs ----
+
+    def _rdma(self, side, passive):
+        n = 1000
+        if passive:
+            side.mr.write(b"r" * n, n, 2048)
+            side.post_recv(64)
+            self.notifier.put((side.mr.rkey, side.mr.buf))
+            wc = side.completion()      # the Send, last
+            assert wc.opcode == e.IBV_WC_RECV and wc.byte_len == 4, \
+                f"receive {wc.opcode}, {wc.byte_len} bytes"
+            assert side.mr.read(4, 0) == b"done", "the Send's bytes"
+            assert side.mr.read(n - 4, 4) == b"w" * (n - 4), \
+                "Write did not land"
+            return
+        rkey, raddr = self.notifier.get()
+        side.mr.write(b"w" * n, n, 0)
+        side.post_rdma(e.IBV_WR_RDMA_WRITE, n, rkey, raddr)
+        side.completion()
+        side.post_rdma(e.IBV_WR_RDMA_READ, n, rkey, raddr + 2048, offset=1024)
+        assert side.completion().byte_len == n
+        assert side.mr.read(n, 1024) == b"r" * n, "Read brought other bytes"
+        side.mr.write(b"done", 4, 0)
+        side.qp.post_send(side.wr(e.IBV_WR_SEND, 4))
+        side.completion()
+
+    def rdma_flow(self, connection_resources=None, passive=None):
+        self._run(self._rdma, passive)
+
+    def test_rdmacm_rc_write_read_send(self):
+        self._two_sides("rdma_flow")
+
+    # ---- completion events, as test_cq_events checks them ----
+
+    def _events(self, side, passive):
+        if passive:
+            side.post_recv(64)
+            side.cq.req_notify()
+            self.syncer.wait()          # armed before the Send comes
+            side.comp.get_cq_event(side.cq)
+            side.cq.ack_events(1)
+            wc = side.completion()
+            assert wc.opcode == e.IBV_WC_RECV and wc.byte_len == 32
+            return
+        side.cq.req_notify()
+        self.syncer.wait()
+        side.qp.post_send(side.wr(e.IBV_WR_SEND, 32))
+        side.comp.get_cq_event(side.cq)
+        side.cq.ack_events(1)
+        side.completion()
+
+    def events_flow(self, connection_resources=None, passive=None):
+        self._run(self._events, passive, events=True)
+
+    def test_rdmacm_cq_events(self):
+        self._two_sides("events_flow")
