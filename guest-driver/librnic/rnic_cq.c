@@ -167,6 +167,7 @@ static enum ibv_wc_opcode rnic_wc_opcode(uint8_t op)
 {
 	switch (op) {
 	case RNIC_WQE_WRITE:
+	case RNIC_WQE_IMM_DATA:		/* an RDMA Write with immediate's */
 		return IBV_WC_RDMA_WRITE;
 	case RNIC_WQE_READ:
 		return IBV_WC_RDMA_READ;
@@ -211,6 +212,8 @@ static bool rnic_cqe(struct rnic_context *ctx, const struct rnic_cq_entry *c,
 		wc->wc_flags = IBV_WC_WITH_INV;
 		wc->invalidated_rkey = le32toh(c->invalidated_stag);
 	} else if (c->flags & RNIC_CQE_FLAG_WITH_IMM) {
+		/* RFC 7306's Immediate Data: the verbs' Write with immediate */
+		wc->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
 		wc->wc_flags = IBV_WC_WITH_IMM;
 		wc->imm_data = htobe32(le32toh(c->imm));
 	}

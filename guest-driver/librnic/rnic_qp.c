@@ -138,7 +138,8 @@ static int rnic_inline(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w)
 	int i;
 
 	if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_INV &&
-	    wr->opcode != IBV_WR_RDMA_WRITE)
+	    wr->opcode != IBV_WR_RDMA_WRITE &&
+	    wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
 		return EINVAL;
 	for (i = 0; i < wr->num_sge; i++) {
 		const struct ibv_sge *sge = &wr->sg_list[i];
@@ -154,8 +155,10 @@ static int rnic_inline(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w)
 }
 
 /*
- * The opcode and its operands.  No immediate data (the kernel driver
- * takes none either), no fast registration (kernel QPs only), no bind.
+ * The opcode and its operands.  An RDMA Write with immediate is a Write
+ * here and an Immediate Data WQE after it (rnic_sq_imm).  No Send with
+ * immediate (iWARP has none), no fast registration (kernel QPs only), no
+ * bind.
  */
 static int rnic_sq_op(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w)
 {
@@ -168,6 +171,7 @@ static int rnic_sq_op(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w)
 		w->imm_or_stag = htole32(wr->invalidate_rkey);
 		break;
 	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
 		w->opcode = wr->opcode == IBV_WR_RDMA_READ ?
 			    RNIC_WQE_READ : RNIC_WQE_WRITE;
@@ -221,12 +225,30 @@ static int rnic_sq_wqe(const struct rnic_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
-/* Room for one more WQE: the slot at prod has completed. */
-static bool rnic_wq_room(const struct rnic_wq *wq)
+/* Room for @n more WQEs: the slots from prod on have completed. */
+static bool rnic_wq_room(const struct rnic_wq *wq, uint32_t n)
 {
 	uint32_t mask = (1u << wq->log_size) - 1;
 
-	return wq->prod - __atomic_load_n(&wq->done, __ATOMIC_ACQUIRE) <= mask;
+	return wq->prod + n - 1 -
+	       __atomic_load_n(&wq->done, __ATOMIC_ACQUIRE) <= mask;
+}
+
+/*
+ * An RDMA Write with immediate's second WQE: RFC 7306's Immediate Data,
+ * which takes one receive at the peer as the verbs' immediate does.  It
+ * carries the WR's completion; the Write before it keeps only its fence.
+ */
+static void rnic_sq_imm(const struct ibv_send_wr *wr, struct rnic_sq_wqe *write,
+			struct rnic_sq_wqe *imm)
+{
+	uint8_t done = RNIC_WQE_FLAG_SIGNALED | RNIC_WQE_FLAG_SOLICITED;
+
+	memset(imm, 0, sizeof(*imm));
+	imm->opcode = RNIC_WQE_IMM_DATA;
+	imm->flags = write->flags & done;
+	imm->imm_or_stag = htole32(be32toh(wr->imm_data));
+	write->flags &= ~done;
 }
 
 /*
@@ -259,7 +281,9 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	pthread_spin_lock(&sq->lock);
 	start = sq->prod;
 	for (; wr; wr = wr->next) {
-		if (!rnic_wq_room(sq)) {
+		uint32_t n = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? 2 : 1;
+
+		if (!rnic_wq_room(sq, n)) {
 			err = ENOMEM;
 			break;
 		}
@@ -267,9 +291,15 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		err = rnic_sq_wqe(qp, wr, w);
 		if (err)
 			break;
-		w->wr_id = htole64(sq->prod);
-		sq->wr_id[sq->prod & mask] = wr->wr_id;
-		sq->prod++;
+		if (n == 2)
+			rnic_sq_imm(wr, w, (struct rnic_sq_wqe *)sq->ring +
+					   ((sq->prod + 1) & mask));
+		while (n--) {
+			w = (struct rnic_sq_wqe *)sq->ring + (sq->prod & mask);
+			w->wr_id = htole64(sq->prod);
+			sq->wr_id[sq->prod & mask] = wr->wr_id;
+			sq->prod++;
+		}
 	}
 	rnic_wq_ring(qp, sq, RNIC_REG_DB_SQ, start);
 	pthread_spin_unlock(&sq->lock);
@@ -310,7 +340,7 @@ int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			err = EINVAL;
 			break;
 		}
-		if (!rnic_wq_room(rq)) {
+		if (!rnic_wq_room(rq, 1)) {
 			err = ENOMEM;
 			break;
 		}

@@ -15,6 +15,7 @@
 
 #define RNIC_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | \
 		       IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | \
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                   \
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                    \
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                  \
 		       IBV_QP_EX_WITH_LOCAL_INV)
@@ -83,6 +84,14 @@ static void rnic_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 			       uint64_t addr)
 {
 	rnic_wr_rdma(qpx, IBV_WR_RDMA_WRITE, rkey, addr);
+}
+
+static void rnic_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				   uint64_t addr, __be32 imm)
+{
+	rnic_wr_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr);
+	if (rnic_wr_cur(qpx))
+		rnic_wr_cur(qpx)->imm_data = imm;
 }
 
 static void rnic_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
@@ -230,6 +239,8 @@ void rnic_wr_init(struct rnic_qp *qp, uint64_t flags)
 		qpx->wr_send_inv = rnic_wr_send_inv;
 	if (flags & IBV_QP_EX_WITH_RDMA_WRITE)
 		qpx->wr_rdma_write = rnic_wr_rdma_write;
+	if (flags & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		qpx->wr_rdma_write_imm = rnic_wr_rdma_write_imm;
 	if (flags & IBV_QP_EX_WITH_RDMA_READ)
 		qpx->wr_rdma_read = rnic_wr_rdma_read;
 	if (flags & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)

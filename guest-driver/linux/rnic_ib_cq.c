@@ -211,6 +211,7 @@ static enum ib_wc_opcode rnic_ib_wc_opcode(u8 op)
 {
 	switch (op) {
 	case RNIC_WQE_WRITE:
+	case RNIC_WQE_IMM_DATA:		/* an RDMA Write with immediate's */
 		return IB_WC_RDMA_WRITE;
 	case RNIC_WQE_READ:
 		return IB_WC_RDMA_READ;
@@ -259,6 +260,8 @@ static bool rnic_ib_cqe(struct rnic_ib_dev *dev, const struct rnic_cq_entry *c,
 		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 		wc->ex.invalidate_rkey = le32_to_cpu(c->invalidated_stag);
 	} else if (c->flags & RNIC_CQE_FLAG_WITH_IMM) {
+		/* RFC 7306's Immediate Data: the verbs' Write with immediate */
+		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
 		wc->wc_flags |= IB_WC_WITH_IMM;
 		wc->ex.imm_data = cpu_to_be32(le32_to_cpu(c->imm));
 	}

@@ -309,7 +309,8 @@ static int rnic_ib_inline(struct rnic_ib_qp *qp, const struct ib_send_wr *wr,
 
 	BUILD_BUG_ON(sizeof(w->sge) < RNIC_WQE_INLINE_MAX);
 	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_INV &&
-	    wr->opcode != IB_WR_RDMA_WRITE)
+	    wr->opcode != IB_WR_RDMA_WRITE &&
+	    wr->opcode != IB_WR_RDMA_WRITE_WITH_IMM)
 		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++) {
 		const struct ib_sge *sge = &wr->sg_list[i];
@@ -350,6 +351,7 @@ static int rnic_ib_sq_wqe(struct rnic_ib_qp *qp, const struct ib_send_wr *wr,
 		w->imm_or_stag = cpu_to_le32(wr->ex.invalidate_rkey);
 		break;
 	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:		/* its second WQE: rnic_ib_imm */
 		w->opcode = RNIC_WQE_WRITE;
 		break;
 	case IB_WR_RDMA_READ:
@@ -409,6 +411,37 @@ static int rnic_ib_sq_wqe(struct rnic_ib_qp *qp, const struct ib_send_wr *wr,
 }
 
 /*
+ * An RDMA Write with immediate data is two WQEs: the Write, and RFC 7306's
+ * Immediate Data, which takes one receive at the peer as the verbs'
+ * immediate does.  The WR's completion (signaled, solicited) is the
+ * second's; the Write before it keeps only its fence.
+ */
+static void rnic_ib_imm(const struct ib_send_wr *wr, struct rnic_sq_wqe *write,
+			struct rnic_sq_wqe *imm)
+{
+	u8 done = RNIC_WQE_FLAG_SIGNALED | RNIC_WQE_FLAG_SOLICITED;
+
+	*imm = (struct rnic_sq_wqe) {
+		.opcode = RNIC_WQE_IMM_DATA,
+		.flags = write->flags & done,
+		.imm_or_stag = cpu_to_le32(be32_to_cpu(wr->ex.imm_data)),
+	};
+	write->flags &= ~done;
+}
+
+static void rnic_ib_sq_put(struct rnic_ib_qp *qp, struct rnic_sq_wqe *w,
+			   u64 wr_id)
+{
+	u32 mask = (1u << qp->sq.log_size) - 1;
+
+	w->wr_id = cpu_to_le64(qp->sq_prod);
+	memcpy((struct rnic_sq_wqe *)qp->sq.va + (qp->sq_prod & mask), w,
+	       sizeof(*w));
+	qp->sq_wr_id[qp->sq_prod & mask] = wr_id;
+	qp->sq_prod++;
+}
+
+/*
  * Each WR is built on the stack first (an inline copy may fault), then
  * copied into its slot under sq_lock; one doorbell for the whole chain.
  */
@@ -418,26 +451,28 @@ int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
 	struct rnic_ib_qp *qp = to_rqp(ibqp);
 	u32 mask = (1u << qp->sq.log_size) - 1;
-	struct rnic_sq_wqe wqe;
+	struct rnic_sq_wqe wqe, imm;
 	unsigned long flags;
 	bool rung = false;
 	int err = qp->sq_map ? -EINVAL : 0;	/* the process posts */
 
 	for (; wr && !err; wr = wr->next) {
+		u32 n = wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ? 2 : 1;
+
 		err = rnic_ib_sq_wqe(qp, wr, &wqe);
 		if (err)
 			break;
+		if (n == 2)
+			rnic_ib_imm(wr, &wqe, &imm);
 		spin_lock_irqsave(&qp->sq_lock, flags);
-		if (qp->sq_prod - READ_ONCE(qp->sq_done) > mask) {
+		if (qp->sq_prod + n - 1 - READ_ONCE(qp->sq_done) > mask) {
 			spin_unlock_irqrestore(&qp->sq_lock, flags);
 			err = -ENOMEM;
 			break;
 		}
-		wqe.wr_id = cpu_to_le64(qp->sq_prod);
-		memcpy((struct rnic_sq_wqe *)qp->sq.va + (qp->sq_prod & mask),
-		       &wqe, sizeof(wqe));
-		qp->sq_wr_id[qp->sq_prod & mask] = wr->wr_id;
-		qp->sq_prod++;
+		rnic_ib_sq_put(qp, &wqe, wr->wr_id);
+		if (n == 2)
+			rnic_ib_sq_put(qp, &imm, wr->wr_id);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		rung = true;
 	}

@@ -51,12 +51,12 @@ def main(rnic_log, siw_log, allowed_path):
                              ("siw", siw_ended, siw)):
         if not ended or not got:
             problems.append(f"the suite did not run to its end on {name}")
-    print(f"{'test':<72} {'rnic':<6} siw")
+    print(f"{"test":<80} {'rnic':<6} siw")
     for test in sorted(set(rnic) | set(siw)):
         r = rnic.get(test, ("-", ""))[0]
         s = siw.get(test, ("-", ""))[0]
         if (r, s) != ("skip", "skip"):
-            print(f"{test:<72} {r:<6} {s}")
+            print(f"{test:<80} {r:<6} {s}")
         if s == "pass" and r != "pass":
             problems.append(f"{test}: passes on siw, {r} on rnic: "
                             f"{rnic.get(test, ('', ''))[1]}")

@@ -8,6 +8,8 @@ that rdma_cm connects.  Each test forks a passive and an active process
 each side's QP is its own (created with ibv_create_qp, named to rdma_cm by
 its number), so the test posts any work request the verbs have.
 """
+import os
+import socket
 import struct
 import unittest
 
@@ -192,6 +194,34 @@ class IwarpRCTestCase(RDMACMBaseTest):
     def test_rdmacm_rc_write_read_send(self):
         self._two_sides("rdma_flow")
 
+    # ---- RDMA Write with immediate (RFC 7306's Immediate Data) ----
+
+    def _write_imm(self, side, passive):
+        n, imm = 3000, 0x12345678
+        if passive:
+            side.post_recv(64)
+            self.notifier.put((side.mr.rkey, side.mr.buf))
+            wc = side.completion()
+            assert wc.opcode == e.IBV_WC_RECV_RDMA_WITH_IMM and \
+                wc.wc_flags & e.IBV_WC_WITH_IMM, f"receive {wc.opcode}"
+            assert socket.ntohl(wc.imm_data) == imm, f"imm {wc.imm_data:#x}"
+            assert side.mr.read(n, 1024) == b"i" * n, "Write did not land"
+            return
+        rkey, raddr = self.notifier.get()
+        side.mr.write(b"i" * n, n, 0)
+        wr = side.wr(e.IBV_WR_RDMA_WRITE_WITH_IMM, n)
+        wr.set_wr_rdma(rkey, raddr + 1024)
+        wr.imm_data = socket.htonl(imm)
+        side.qp.post_send(wr)
+        wc = side.completion()
+        assert wc.opcode == e.IBV_WC_RDMA_WRITE, f"completion {wc.opcode}"
+
+    def write_imm_flow(self, connection_resources=None, passive=None):
+        self._run(self._write_imm, passive)
+
+    def test_rdmacm_rc_write_with_imm(self):
+        self._two_sides("write_imm_flow")
+
     # ---- completion events, as test_cq_events checks them ----
 
     def _events(self, side, passive):
@@ -216,3 +246,17 @@ class IwarpRCTestCase(RDMACMBaseTest):
 
     def test_rdmacm_cq_events(self):
         self._two_sides("events_flow")
+
+
+class IwarpRCKernelPathTestCase(IwarpRCTestCase):
+    """The same through the kernel: librnic without direct mode posts and
+    polls by system calls, so rnic.ko builds the WQEs (RNIC_DIRECT=0 is
+    read by the forked sides when they open the device)."""
+
+    def setUp(self):
+        super().setUp()
+        os.environ["RNIC_DIRECT"] = "0"
+
+    def tearDown(self):
+        os.environ.pop("RNIC_DIRECT", None)
+        super().tearDown()
