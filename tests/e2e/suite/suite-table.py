@@ -51,7 +51,7 @@ def main(rnic_log, siw_log, allowed_path):
                              ("siw", siw_ended, siw)):
         if not ended or not got:
             problems.append(f"the suite did not run to its end on {name}")
-    print(f"{"test":<80} {'rnic':<6} siw")
+    print(f"{'test':<80} {'rnic':<6} siw")
     for test in sorted(set(rnic) | set(siw)):
         r = rnic.get(test, ("-", ""))[0]
         s = siw.get(test, ("-", ""))[0]
