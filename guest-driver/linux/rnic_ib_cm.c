@@ -10,7 +10,8 @@
  *                                   other listeners are /dev/rnicN's)
  *   CONN_ESTABLISHED  (active)   -> CONNECT_REPLY 0
  *   CONN_ESTABLISHED  (passive)  -> ESTABLISHED
- *   CONN_REJECTED                -> CONNECT_REPLY -ECONNREFUSED, the Reject's private data
+ *   CONN_REJECTED                -> CONNECT_REPLY -ECONNREFUSED, with
+ *                                   the Reject's private data
  *   CONN_ERROR        (active)   -> CONNECT_REPLY -errno
  *   CONN_CLOSED       (up)       -> CLOSE
  *
@@ -487,11 +488,10 @@ int rnic_ib_destroy_listen(struct iw_cm_id *cm_id)
 
 /* ---- device events ---- */
 
-/* QUERY_CONN: the peer's address, its IRD/ORD and private data. */
 /*
- * The device's record of connection @conn_id; @qpn (0: none) also finds
- * one that ended in a Reject, whose private data stays until the QP's
- * next CONNECT.
+ * QUERY_CONN: the peer's address, its IRD/ORD and private data of
+ * connection @conn_id; @qpn (0: none) also finds one that ended in a
+ * Reject, whose private data stays until the QP's next CONNECT.
  */
 static struct rnic_conn_info *rnic_ib_query_conn(struct rnic_ib_dev *dev,
 						 u32 conn_id, u32 qpn,

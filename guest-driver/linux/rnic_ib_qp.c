@@ -6,10 +6,11 @@
  * ERR).  An iWARP QP starts in INIT; modify_qp records INIT and RTR (what
  * rdma_cm asks before it connects), refuses RTS without a connection, as
  * siw does, and turns SQD and ERR into DISCONNECT (graceful or abortive)
- * or, with no connection, MODIFY_QP to ERROR, which flushes.  Work requests become the device's
- * 128-byte WQEs, written into the rings and rung with one doorbell; a
- * WQE's wr_id is the driver's index and the user's wr_id waits in a
- * per-slot array until the completion comes back (rnic_ib_cq.c).  The
+ * or, with no connection, MODIFY_QP to ERROR, which flushes.  Work
+ * requests become the device's 128-byte WQEs, written into the rings and
+ * rung with one doorbell; a WQE's wr_id is the driver's index and the
+ * user's wr_id waits in a per-slot array until the completion comes back
+ * (rnic_ib_cq.c).  The
  * QPs of a direct context are posted to by the process itself, through
  * rings and a doorbell page it maps (rnic-ib-uapi.h).
  */
