@@ -141,7 +141,7 @@ static void rnic_reg_store(RnicState *s, hwaddr addr, uint64_t val)
             return;
         }
         /* A bad write is dropped alone: commands posted before it stand. */
-        if (val - s->cmdq.cons > rnic_ring_entries(&s->cmdq)) {
+        if ((uint32_t)val - s->cmdq.cons > rnic_ring_entries(&s->cmdq)) {
             rnic_guest_error(addr, val, "command producer index more than "
                              "a ring ahead of CMDQ_CONS ignored");
             return;
