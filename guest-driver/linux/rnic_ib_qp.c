@@ -10,9 +10,9 @@
  * requests become the device's 128-byte WQEs, written into the rings and
  * rung with one doorbell; a WQE's wr_id is the driver's index and the
  * user's wr_id waits in a per-slot array until the completion comes back
- * (rnic_ib_cq.c).  The
- * QPs of a direct context are posted to by the process itself, through
- * rings and a doorbell page it maps (rnic-ib-uapi.h).
+ * (rnic_ib_cq.c).  The QPs of a direct context are posted to by the
+ * process itself, through rings and a doorbell page it maps
+ * (rnic-ib-uapi.h).
  */
 #include <rdma/uverbs_ioctl.h>
 #include <linux/interrupt.h>

@@ -15,6 +15,8 @@
 #include "qpn.h"
 #include "trace.h"
 
+/* CREATE_CQ, CREATE_QP and CREATE_SRQ: a doorbell page the device lacks. */
+#define RNIC_UDB_BAD "udb is above the doorbell pages (udb-pages)"
 
 static uint16_t rnic_stag_status_to_cmd(enum rnic_stag_status st)
 {
@@ -345,8 +347,7 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
                              "msix_vector is not 1..7");
     }
     if (!rnic_udb_ok(s, p->udb)) {
-        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
-                             "udb is above the doorbell pages (udb-pages)");
+        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM, RNIC_UDB_BAD);
     }
     for (i = 0; i < s->limits.max_cq && s->cqs[i]; i++) {
         continue;
@@ -413,8 +414,7 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
                              "2^log_size is above max_qp_wr");
     }
     if (!rnic_udb_ok(s, p->udb)) {
-        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
-                             "udb is above the doorbell pages (udb-pages)");
+        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM, RNIC_UDB_BAD);
     }
     for (i = 0; i < s->limits.max_srq && s->srqs[i]; i++) {
         continue;
@@ -504,8 +504,7 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_qp *p,
                              "flags has a bit other than KERNEL");
     }
     if (!rnic_udb_ok(s, p->udb)) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
-                             "udb is above the doorbell pages (udb-pages)");
+        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM, RNIC_UDB_BAD);
     }
     if (*srq && (*srq)->pdn != le32_to_cpu(p->pdn)) {
         return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_ACCESS,

@@ -99,7 +99,10 @@ static const char *rnic_post_recv_hw(RnicState *s, const struct rnic_rq_wqe *w,
     return NULL;
 }
 
-/* One send queue entry to the core: NULL, or why it was refused. */
+/*
+ * One send queue entry to the core: NULL, or why it was refused, and then
+ * *@op is the opcode its completion reports.
+ */
 static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp,
                                      uint64_t *wr_id, enum rnic_wc_opcode *op,
                                      bool *queued)
@@ -116,12 +119,14 @@ static const char *rnic_wq_take_send(RnicState *s, RnicQp *qp,
     }
     why = rnic_abi_send_wr(&w, &wr);
     *wr_id = wr.wr_id;
-    *op = rnic_wc_opcode_of(wr.opcode);
-    if (why) {
-        return why;
+    if (!why) {
+        ret = rnic_qp_post_send(qp->core, &wr);
+        why = ret ? strerror(-ret) : NULL;
     }
-    ret = rnic_qp_post_send(qp->core, &wr);
-    return ret ? strerror(-ret) : NULL;
+    if (why) {
+        *op = rnic_wc_opcode_of(wr.opcode);
+    }
+    return why;
 }
 
 /* One receive queue entry to the core: NULL, or why it was refused. */

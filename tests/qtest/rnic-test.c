@@ -482,21 +482,30 @@ static void test_cq_qp_lifecycle(void)
 }
 
 /*
- * A device with a PD, a CQ of 8 entries on MSI-X @vector and a QP of 8+8
- * entries using it; returns the cqn.
+ * A device with a PD (its number in *@pdn unless NULL), a CQ of 8 entries
+ * on MSI-X @vector and a QP of 8+8 entries using it; returns the cqn.
  */
-static uint32_t start_with_qp(RnicTest *t, uint8_t vector, uint64_t *ring,
-                              RnicTestQp *qp)
+static uint32_t start_with_qp_pd(RnicTest *t, uint8_t vector, uint64_t *ring,
+                                 RnicTestQp *qp, uint32_t *pdn_out)
 {
     uint32_t pdn, cqn;
 
     rnic_test_start(t, NULL);
     rnic_test_enable(t);
     pdn = rnic_create_pd(t);
+    if (pdn_out) {
+        *pdn_out = pdn;
+    }
     cqn = rnic_create_cq(t, 3, vector, ring);
     g_assert_cmphex(rnic_try_create_qp(t, pdn, cqn, cqn, 3, qp), ==,
                     RNIC_CMD_OK);
     return cqn;
+}
+
+static uint32_t start_with_qp(RnicTest *t, uint8_t vector, uint64_t *ring,
+                              RnicTestQp *qp)
+{
+    return start_with_qp_pd(t, vector, ring, qp, NULL);
 }
 
 /*
@@ -510,17 +519,12 @@ static void test_flushed_recv_links_nothing(void)
     struct rnic_cmd_bind_mw bw;
     struct rnic_cq_entry e;
     struct rnic_cmd cmd;
-    uint32_t pdn, cqn, mr;
+    uint32_t pdn, mr;
     uint64_t ring, buf;
     RnicTestQp qp;
     RnicTest t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 3, 2, &ring);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
-                    RNIC_CMD_OK);
+    start_with_qp_pd(&t, 2, &ring, &qp, &pdn);
     buf = guest_alloc(t.alloc, 4096);
     g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE |
                                 RNIC_ACC_MW_BIND, 0x42, &mr), ==, RNIC_CMD_OK);
