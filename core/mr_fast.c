@@ -108,15 +108,9 @@ enum rnic_stag_status rnic_mr_alloc_phys(struct rnic_stag_table *t,
 struct rnic_stag_entry *rnic_mr_fast_entry(struct rnic_stag_table *t,
                                            uint32_t stag)
 {
-    uint32_t index = rnic_stag_index(stag);
-    struct rnic_stag_entry *e;
+    struct rnic_stag_entry *e = rnic_stag_entry_at(t, stag);
 
-    if (index == 0 || index > t->max_stags ||
-        t->tags[index].state == RNIC_ENTRY_FREE) {
-        return NULL;
-    }
-    e = &t->entries[index];
-    return e->kind == RNIC_STAG_MR && (e->flags & RNIC_ENTRY_FAST_REG) ?
+    return e && e->kind == RNIC_STAG_MR && (e->flags & RNIC_ENTRY_FAST_REG) ?
            e : NULL;
 }
 

@@ -126,12 +126,17 @@ enum rnic_stag_status rnic_mw_bind(struct rnic_stag_table *t,
     return RNIC_STAG_OK;
 }
 
+/*
+ * By index, whatever the key: a bind through a send queue gives the window
+ * a key its driver may never have seen (verbs' ibv_bind_mw, a type 2 bind
+ * in user space), as FAST_REG does to a region.
+ */
 enum rnic_stag_status rnic_mw_dealloc(struct rnic_stag_table *t,
                                       uint32_t stag)
 {
-    struct rnic_stag_entry *mw = mw_get(t, stag);
+    struct rnic_stag_entry *mw = rnic_stag_entry_at(t, stag);
 
-    if (!mw) {
+    if (!mw || mw->kind == RNIC_STAG_MR) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
     rnic_stag_entry_invalidate(t, mw);

@@ -122,6 +122,12 @@ static inline struct rnic_stag_tag *rnic_stag_tag(
 /* The allocated entry @stag names (any state but FREE), key checked. */
 struct rnic_stag_entry *rnic_stag_entry_get(const struct rnic_stag_table *t,
                                             uint32_t stag);
+/*
+ * The allocated entry at @stag's index, whatever its key: for freeing an
+ * object whose key changes without its owner hearing (FAST_REG, binds).
+ */
+struct rnic_stag_entry *rnic_stag_entry_at(const struct rnic_stag_table *t,
+                                           uint32_t stag);
 enum rnic_stag_status rnic_stag_index_alloc(struct rnic_stag_table *t,
                                             uint8_t key, uint32_t *index);
 void rnic_stag_index_release(struct rnic_stag_table *t, uint32_t index);

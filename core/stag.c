@@ -293,6 +293,18 @@ struct rnic_stag_entry *rnic_stag_entry_get(const struct rnic_stag_table *t,
     return &t->entries[rnic_stag_index(stag)];
 }
 
+struct rnic_stag_entry *rnic_stag_entry_at(const struct rnic_stag_table *t,
+                                           uint32_t stag)
+{
+    uint32_t index = rnic_stag_index(stag);
+
+    if (index == 0 || index > t->max_stags ||
+        t->tags[index].state == RNIC_ENTRY_FREE) {
+        return NULL;
+    }
+    return &t->entries[index];
+}
+
 uint8_t rnic_stag_policy_flags(const struct rnic_stag_table *t,
                                enum rnic_stag_policy policy,
                                bool remote_invalidate)

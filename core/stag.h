@@ -291,7 +291,7 @@ enum rnic_stag_status rnic_mw_bind(struct rnic_stag_table *t,
                                    uint32_t mw_stag,
                                    const struct rnic_mw_bind_attr *attr,
                                    uint32_t *new_stag);
-/* Unbinds if bound and frees the window. */
+/* Unbinds if bound and frees the window @stag's index names, any key. */
 enum rnic_stag_status rnic_mw_dealloc(struct rnic_stag_table *t,
                                       uint32_t stag);
 

@@ -101,6 +101,18 @@ static int rnic_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
+/* A new region for the old one (the kernel's rereg); the keys may change. */
+static int rnic_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			 void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 /* The WR array of the ibv_wr_* API, sized to the send queue. */
 static int rnic_qp_wr_alloc(struct rnic_qp *qp, uint32_t max_send_wr)
 {
@@ -233,6 +245,10 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.dealloc_pd	= rnic_dealloc_pd,
 	.reg_mr		= rnic_reg_mr,
 	.dereg_mr	= rnic_dereg_mr,
+	.rereg_mr	= rnic_rereg_mr,
+	.alloc_mw	= rnic_alloc_mw,
+	.dealloc_mw	= rnic_dealloc_mw,
+	.bind_mw	= rnic_bind_mw,
 	.create_cq	= rnic_create_cq,
 	.poll_cq	= rnic_poll_cq,
 	.req_notify_cq	= ibv_cmd_req_notify_cq,

@@ -108,6 +108,12 @@ void rnic_qp_direct_forget(struct rnic_qp *qp);
 void rnic_qp_direct_free(struct rnic_qp *qp);
 int rnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad);
+/* Windows (rnic_mw.c); rnic_bind_wqe fills a BIND_MW WQE's operands. */
+struct ibv_mw *rnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int rnic_dealloc_mw(struct ibv_mw *mw);
+int rnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *mw_bind);
+int rnic_bind_wqe(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w);
 int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad);
 

@@ -157,12 +157,13 @@ static int rnic_inline(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w)
 /*
  * The opcode and its operands.  An RDMA Write with immediate is a Write
  * here and an Immediate Data WQE after it (rnic_sq_imm).  No Send with
- * immediate (iWARP has none), no fast registration (kernel QPs only), no
- * bind.
+ * immediate (iWARP has none), no fast registration (kernel QPs only).
  */
 static int rnic_sq_op(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w)
 {
 	switch (wr->opcode) {
+	case IBV_WR_BIND_MW:
+		return rnic_bind_wqe(wr, w);
 	case IBV_WR_SEND:
 		w->opcode = RNIC_WQE_SEND;
 		break;
@@ -214,6 +215,8 @@ static int rnic_sq_wqe(const struct rnic_qp *qp, const struct ibv_send_wr *wr,
 		w->flags |= RNIC_WQE_FLAG_SOLICITED;
 	if (wr->send_flags & IBV_SEND_FENCE)
 		w->flags |= RNIC_WQE_FLAG_FENCE;
+	if (w->opcode == RNIC_WQE_BIND_MW)
+		return 0;
 	if (wr->send_flags & IBV_SEND_INLINE)
 		return rnic_inline(wr, w);
 	w->num_sge = wr->num_sge;

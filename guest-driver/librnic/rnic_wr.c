@@ -18,7 +18,7 @@
 		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                   \
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                    \
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                  \
-		       IBV_QP_EX_WITH_LOCAL_INV)
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 
 int rnic_wr_check(uint64_t send_ops_flags)
 {
@@ -135,6 +135,19 @@ static void rnic_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 		wr->invalidate_rkey = rkey;
 }
 
+static void rnic_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			    uint32_t rkey,
+			    const struct ibv_mw_bind_info *bind_info)
+{
+	struct ibv_send_wr *wr = rnic_wr_next(qpx, IBV_WR_BIND_MW);
+
+	if (wr) {
+		wr->bind_mw.mw = mw;
+		wr->bind_mw.rkey = rkey;
+		wr->bind_mw.bind_info = *bind_info;
+	}
+}
+
 static void rnic_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num,
 				 const struct ibv_sge *list)
 {
@@ -249,6 +262,8 @@ void rnic_wr_init(struct rnic_qp *qp, uint64_t flags)
 		qpx->wr_atomic_fetch_add = rnic_wr_fetch_add;
 	if (flags & IBV_QP_EX_WITH_LOCAL_INV)
 		qpx->wr_local_inv = rnic_wr_local_inv;
+	if (flags & IBV_QP_EX_WITH_BIND_MW)
+		qpx->wr_bind_mw = rnic_wr_bind_mw;
 	qpx->wr_set_sge = rnic_wr_set_sge;
 	qpx->wr_set_sge_list = rnic_wr_set_sge_list;
 	qpx->wr_set_inline_data = rnic_wr_set_inline_data;

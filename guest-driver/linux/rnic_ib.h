@@ -70,6 +70,12 @@ struct rnic_ib_mr {
 	__le64 *pbl;
 	dma_addr_t pbl_dma;
 	u32 max_pages, npages;
+	int access;			/* IB_ACCESS_*, for rereg */
+};
+
+/* A window is the device's alone: ibmw.rkey is the STag it was made with. */
+struct rnic_ib_mw {
+	struct ib_mw ibmw;
 };
 
 /*
@@ -191,6 +197,11 @@ struct ib_mr *rnic_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			       u32 max_num_sg);
 int rnic_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg,
 		      int sg_nents, unsigned int *sg_offset);
+struct ib_mr *rnic_ib_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				    u64 length, u64 virt, int access,
+				    struct ib_pd *ibpd, struct ib_udata *udata);
+int rnic_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int rnic_ib_dealloc_mw(struct ib_mw *ibmw);
 int rnic_ib_fast_reg_wqe(const struct ib_reg_wr *wr, struct rnic_sq_wqe *w);
 
 int rnic_ib_umap_ring(struct rnic_ib_dev *dev, struct rnic_ring *r, u32 log,

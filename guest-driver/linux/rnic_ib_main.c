@@ -62,14 +62,21 @@ static int rnic_ib_query_device(struct ib_device *ibdev,
 	a->max_cq = le32_to_cpu(d->max_cq);
 	a->max_cqe = le32_to_cpu(d->max_cqe);
 	a->max_mr = le32_to_cpu(d->max_mr);
+	a->max_mw = le32_to_cpu(d->max_mw);
 	a->max_pd = le32_to_cpu(d->max_pd);
 	a->max_qp_rd_atom = le32_to_cpu(d->max_ird);
 	a->max_qp_init_rd_atom = le32_to_cpu(d->max_ord);
 	a->max_res_rd_atom = le32_to_cpu(d->max_ird) * a->max_qp;
 	/* RFC 7306 atomics, executed by the responder's device. */
 	a->atomic_cap = IB_ATOMIC_HCA;
-	/* ALLOC_MR and FAST_REG; local_dma_lkey is each PD's physical STag. */
-	a->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/*
+	 * ALLOC_MR and FAST_REG (local_dma_lkey is each PD's physical STag);
+	 * windows of type 1 and 2B (a type 2 window is invalidated before it
+	 * is bound again).
+	 */
+	a->device_cap_flags = IB_DEVICE_MEM_MGT_EXTENSIONS |
+			      IB_DEVICE_MEM_WINDOW |
+			      IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_fast_reg_page_list_len = le32_to_cpu(d->max_fast_reg_pages);
 	return 0;
 }
@@ -173,7 +180,10 @@ static const struct ib_device_ops rnic_ib_ops = {
 	.dealloc_pd		= rnic_ib_dealloc_pd,
 	.get_dma_mr		= rnic_ib_get_dma_mr,
 	.reg_user_mr		= rnic_ib_reg_user_mr,
+	.rereg_user_mr		= rnic_ib_rereg_user_mr,
 	.dereg_mr		= rnic_ib_dereg_mr,
+	.alloc_mw		= rnic_ib_alloc_mw,
+	.dealloc_mw		= rnic_ib_dealloc_mw,
 	.alloc_mr		= rnic_ib_alloc_mr,
 	.map_mr_sg		= rnic_ib_map_mr_sg,
 	.create_cq		= RNIC_IB_CREATE_CQ,
@@ -200,6 +210,7 @@ static const struct ib_device_ops rnic_ib_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_pd, rnic_ib_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rnic_ib_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, rnic_ib_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rnic_ib_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rnic_ib_ucontext, ibuc),
 };

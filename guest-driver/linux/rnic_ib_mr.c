@@ -5,7 +5,8 @@
  * iova = the verbs virtual address, pages pinned through ib_umem.  Kernel
  * users get the PD's physical STag as their DMA MR (tagged offset = bus
  * address) and fast-registration MRs (ALLOC_MR, then IB_WR_REG_MR on the
- * send queue).
+ * send queue).  Memory windows of both types are the device's; user space
+ * binds them through its send queue (librnic), as verbs does.
  */
 #include <rdma/ib_umem.h>
 #include <rdma/iter.h>
@@ -78,6 +79,7 @@ static int rnic_ib_reg(struct rnic_ib_dev *dev, struct rnic_ib_pd *pd,
 	mr->stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
 	mr->ibmr.lkey = mr->stag;
 	mr->ibmr.rkey = mr->stag;
+	mr->access = acc;
 	return 0;
 }
 
@@ -241,6 +243,9 @@ struct ib_mr *rnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	dma_free_coherent(dma, npages * sizeof(*pbl), pbl, pbl_dma);
 	if (err)
 		goto err_umem;
+	/* The core sets these too, but not for a rereg's new region. */
+	mr->ibmr.iova = virt;
+	mr->ibmr.length = length;
 	return &mr->ibmr;
 
 err_umem:
@@ -268,4 +273,55 @@ int rnic_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 				  mr->pbl_dma);
 	kfree(mr);
 	return 0;
+}
+
+/*
+ * A new region for the old one (the core then deregisters the old): the
+ * device cannot change a region's pages, PD or rights in place, and
+ * verbs lets the keys change.  What @flags leave out stays as it was.
+ */
+struct ib_mr *rnic_ib_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				    u64 length, u64 virt, int access,
+				    struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct rnic_ib_mr *mr = to_rmr(ibmr);
+
+	if (!mr->umem)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = mr->umem->address;
+		length = mr->umem->length;
+		virt = ibmr->iova;
+	}
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	if (!(flags & IB_MR_REREG_PD))
+		ibpd = ibmr->pd;
+	return rnic_ib_reg_user_mr(ibpd, start, length, virt, access, udata);
+}
+
+int rnic_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibmw->device);
+	struct rnic_cmd_alloc_mw p = { };
+	struct rnic_cmd cmd;
+	int err;
+
+	p.pdn = cpu_to_le32(to_rpd(ibmw->pd)->pdn);
+	p.type = ibmw->type == IB_MW_TYPE_1 ? 1 : 2;
+	p.key = atomic_inc_return(&dev->next_key) & 0xff;
+	err = rnic_ib_cmd(dev, RNIC_CMD_ALLOC_MW, &p, sizeof(p), &cmd);
+	if (err)
+		return err;
+	ibmw->rkey = le32_to_cpu(((struct rnic_cmd_alloc_mw *)cmd.u.raw)->stag);
+	return 0;
+}
+
+/* By the STag it was allocated with: the device ignores the key. */
+int rnic_ib_dealloc_mw(struct ib_mw *ibmw)
+{
+	int err = rnic_ib_cmd_handle(to_rdev(ibmw->device),
+				     RNIC_CMD_DEALLOC_MW, ibmw->rkey);
+
+	return err == -ENODEV ? 0 : err;
 }

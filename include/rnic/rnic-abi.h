@@ -74,7 +74,7 @@
 
 #define RNIC_ID_MAGIC           0x43494e52u     /* "RNIC" in memory order */
 #define RNIC_ABI_MAJOR          1   /* docs/spec.md "ABI versions" */
-#define RNIC_ABI_MINOR          0
+#define RNIC_ABI_MINOR          1
 #define RNIC_VERSION_VALUE      ((RNIC_ABI_MAJOR << 16) | RNIC_ABI_MINOR)
 
 #define RNIC_STATUS_READY       (1u << 0)   /* enabled, rings accepted */

@@ -676,6 +676,12 @@ START_TEST(test_stale_key_after_rebind)
                          RNIC_ACCESS_REMOTE_READ), RNIC_STAG_ERR_BASE_BOUNDS);
     ck_assert_st(rnic_mw_bind(t, first, &b, &dummy),
                  RNIC_STAG_ERR_INVALID_STAG);
+    /* Freed by the STag it was allocated with; never a region that way. */
+    ck_assert_st(rnic_mw_dealloc(t, mr), RNIC_STAG_ERR_INVALID_STAG);
+    ck_assert_st(rnic_mw_dealloc(t, mw), RNIC_STAG_OK);
+    ck_assert_st(resolve(second, pd1, QPN, 0x1100, 1,
+                         RNIC_ACCESS_REMOTE_READ), RNIC_STAG_ERR_INVALID_STAG);
+    ck_assert_st(rnic_mw_dealloc(t, second), RNIC_STAG_ERR_INVALID_STAG);
 }
 END_TEST
 

@@ -15,7 +15,8 @@ import unittest
 
 from pyverbs.cmid import CMID, AddrInfo, CMEvent, CMEventChannel, ConnParam
 from pyverbs.cq import CQ, CompChannel
-from pyverbs.mr import MR
+from pyverbs.mr import MR, MW, MWBind, MWBindInfo
+from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 import pyverbs.cm_enums as ce
@@ -26,7 +27,8 @@ from tests.base import RDMACMBaseTest
 PORT = "7471"
 DEPTH = 16
 REMOTE = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ |
-          e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC)
+          e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_ATOMIC |
+          e.IBV_ACCESS_MW_BIND)
 
 
 class Side:
@@ -88,6 +90,16 @@ class Side:
         wr.set_wr_rdma(rkey, raddr)
         self.qp.post_send(wr)
 
+    def write_read(self, n, rkey, waddr, raddr, offset):
+        """@n bytes of "w" written to @waddr, then @n read from @raddr into
+        the MR at @offset: the bytes read."""
+        self.mr.write(b"w" * n, n, 0)
+        self.post_rdma(e.IBV_WR_RDMA_WRITE, n, rkey, waddr)
+        self.completion()
+        self.post_rdma(e.IBV_WR_RDMA_READ, n, rkey, raddr, offset=offset)
+        assert self.completion().byte_len == n
+        return self.mr.read(n, offset)
+
     def post_recv(self, length, offset=0):
         self.qp.post_recv(RecvWR(num_sge=1, sg=[SGE(self.mr.buf + offset,
                                                      length, self.mr.lkey)]))
@@ -106,8 +118,8 @@ class Side:
         self.id.disconnect()
 
 
-class IwarpRCTestCase(RDMACMBaseTest):
-    """RC traffic over QPs that rdma_cm connected."""
+class IwarpTestBase(RDMACMBaseTest):
+    """Two sides, each running a flow over its own connected QP."""
 
     def _two_sides(self, flow, **kwargs):
         self.two_nodes_rdmacm_traffic(None, getattr(self, flow), **kwargs)
@@ -126,6 +138,10 @@ class IwarpRCTestCase(RDMACMBaseTest):
         with Context(name=self.dev_name) as ctx:
             if ctx.query_device().atomic_caps == e.IBV_ATOMIC_NONE:
                 raise unittest.SkipTest("the device has no atomics")
+
+
+class IwarpRCTestCase(IwarpTestBase):
+    """RC traffic over QPs that rdma_cm connected."""
 
     # ---- atomics (RFC 7306), as test_atomic checks them ----
 
@@ -178,12 +194,8 @@ class IwarpRCTestCase(RDMACMBaseTest):
                 "Write did not land"
             return
         rkey, raddr = self.notifier.get()
-        side.mr.write(b"w" * n, n, 0)
-        side.post_rdma(e.IBV_WR_RDMA_WRITE, n, rkey, raddr)
-        side.completion()
-        side.post_rdma(e.IBV_WR_RDMA_READ, n, rkey, raddr + 2048, offset=1024)
-        assert side.completion().byte_len == n
-        assert side.mr.read(n, 1024) == b"r" * n, "Read brought other bytes"
+        assert side.write_read(n, rkey, raddr, raddr + 2048, 1024) == \
+            b"r" * n, "Read brought other bytes"
         side.mr.write(b"done", 4, 0)
         side.qp.post_send(side.wr(e.IBV_WR_SEND, 4))
         side.completion()
@@ -260,3 +272,149 @@ class IwarpRCKernelPathTestCase(IwarpRCTestCase):
     def tearDown(self):
         os.environ.pop("RNIC_DIRECT", None)
         super().tearDown()
+
+
+class IwarpMemoryTestCase(IwarpTestBase):
+    """Windows and re-registration, as test_mw and test_mr check them.  A
+    window is bound through the send queue, which needs librnic's direct
+    mode (the uverbs post_send command carries no bind)."""
+
+    WIN = 1024                          # the window: MR bytes 1024..2047
+
+    def _target(self, side, mw_type):
+        """The passive side's window over its MR, bound; its rkey."""
+        side.mw = MW(side.id.pd, mw_type)
+        info = MWBindInfo(side.mr, side.mr.buf + self.WIN, self.WIN,
+                          e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ)
+        if mw_type == e.IBV_MW_TYPE_1:
+            side.qp.bind_mw(side.mw, MWBind(info, e.IBV_SEND_SIGNALED))
+            rkey = side.mw.rkey
+        else:
+            wr = SendWR(opcode=e.IBV_WR_BIND_MW,
+                        send_flags=e.IBV_SEND_SIGNALED)
+            wr.set_bind_wr(side.mw, info)
+            side.qp.post_send(wr)
+            rkey = wr.rkey
+        wc = side.completion()
+        assert wc.opcode == e.IBV_WC_BIND_MW, f"completion {wc.opcode}"
+        return rkey
+
+    def _window(self, side, passive, mw_type):
+        """Write and Read through the window, then a Read before its
+        start, which the target refuses (the initiator's QP ends in
+        error)."""
+        n = 256
+        if passive:
+            side.mr.write(b"r" * n, n, self.WIN + 512)
+            side.mr.write(b"b" * n, n, self.WIN - n)
+            rkey = self._target(side, mw_type)
+            self.notifier.put((rkey, side.mr.buf + self.WIN))
+            self.syncer.wait()          # the Write, the Read, the refusal
+            assert side.mr.read(n, self.WIN) == b"w" * n, \
+                "Write through the window did not land"
+            assert side.mr.read(n, self.WIN - n) == b"b" * n, \
+                "bytes before the window changed"
+            return
+        rkey, raddr = self.notifier.get()
+        assert side.write_read(n, rkey, raddr, raddr + 512, 2048) == \
+            b"r" * n, "Read through the window"
+        self._expect_refused(side, rkey, raddr - n)
+        self.syncer.wait()
+
+    def _expect_refused(self, side, rkey, raddr):
+        """A Read of @raddr through @rkey, which the target must refuse.
+        A Read, not a Write: an iWARP Write completes once sent, and the
+        target's refusal (a Terminate) only ends the stream after it."""
+        side.post_rdma(e.IBV_WR_RDMA_READ, 64, rkey, raddr, offset=3072)
+        while True:
+            n, wcs = side.cq.poll()
+            if n:
+                assert wcs[0].status == e.IBV_WC_REM_ACCESS_ERR, \
+                    f"completion status {wcs[0].status}, want REM_ACCESS_ERR"
+                return
+
+    def window_flow(self, connection_resources=None, passive=None,
+                    mw_type=None):
+        self._run(lambda s, p: self._window(s, p, mw_type), passive)
+
+    def test_rdmacm_mw_type1(self):
+        self._two_sides("window_flow", mw_type=e.IBV_MW_TYPE_1)
+
+    def test_rdmacm_mw_type2(self):
+        self._two_sides("window_flow", mw_type=e.IBV_MW_TYPE_2)
+
+    def _remote_inv(self, side, passive):
+        """A type 2 window invalidated by the peer's Send with Invalidate;
+        a Read through it afterwards is refused."""
+        if passive:
+            rkey = self._target(side, e.IBV_MW_TYPE_2)
+            side.post_recv(64)
+            self.notifier.put((rkey, side.mr.buf + self.WIN))
+            wc = side.completion()
+            assert wc.opcode == e.IBV_WC_RECV and \
+                wc.wc_flags & e.IBV_WC_WITH_INV, \
+                f"receive {wc.opcode}, flags {wc.wc_flags:#x}"
+            assert wc.imm_data == rkey, \
+                f"invalidated {wc.imm_data:#x}, want {rkey:#x}"
+            self.syncer.wait()
+            return
+        rkey, raddr = self.notifier.get()
+        side.post_rdma(e.IBV_WR_RDMA_WRITE, 64, rkey, raddr)
+        side.completion()
+        wr = side.wr(e.IBV_WR_SEND_WITH_INV, 8)
+        wr.imm_data = rkey              # the union's invalidate_rkey
+        side.qp.post_send(wr)
+        side.completion()
+        self._expect_refused(side, rkey, raddr)
+        self.syncer.wait()
+
+    def remote_inv_flow(self, connection_resources=None, passive=None):
+        self._run(self._remote_inv, passive)
+
+    def test_rdmacm_mw_remote_invalidate(self):
+        self._two_sides("remote_inv_flow")
+
+    def _rereg(self, side, passive, flags):
+        """The target re-registers its MR (rights, then pages or PD too)
+        and the peer writes with the keys it got after: the bytes land,
+        unless the MR went to another PD than the QP's."""
+        n = 512
+        moved = bool(flags & e.IBV_REREG_MR_CHANGE_PD)
+        if passive:
+            mr, pd, addr = side.mr, side.id.pd, 0
+            mr.rereg(e.IBV_REREG_MR_CHANGE_ACCESS, pd,
+                     access=e.IBV_ACCESS_LOCAL_WRITE)
+            if flags & e.IBV_REREG_MR_CHANGE_TRANSLATION:
+                side.pages = MR(pd, 8192, e.IBV_ACCESS_LOCAL_WRITE)
+                addr = side.pages.buf + 4096
+            if moved:
+                side.pd2 = pd = PD(side.id.context)
+            mr.rereg(flags | e.IBV_REREG_MR_CHANGE_ACCESS, pd, addr=addr,
+                     length=4096 if addr else 0, access=REMOTE)
+            mr.write(b"o" * n, n, 0)
+            self.notifier.put((mr.rkey, mr.buf))
+            self.syncer.wait()
+            want = b"o" * n if moved else b"x" * n
+            assert mr.read(n, 0) == want, "the MR's bytes after rereg"
+            return
+        rkey, raddr = self.notifier.get()
+        side.mr.write(b"x" * n, n, 0)
+        if moved:
+            self._expect_refused(side, rkey, raddr)
+        else:
+            side.post_rdma(e.IBV_WR_RDMA_WRITE, n, rkey, raddr)
+            side.completion()
+        self.syncer.wait()
+
+    def rereg_flow(self, connection_resources=None, passive=None, flags=0):
+        self._run(lambda s, p: self._rereg(s, p, flags), passive)
+
+    def test_rdmacm_rereg_mr_access(self):
+        self._two_sides("rereg_flow", flags=0)
+
+    def test_rdmacm_rereg_mr_addr(self):
+        self._two_sides("rereg_flow",
+                        flags=e.IBV_REREG_MR_CHANGE_TRANSLATION)
+
+    def test_rdmacm_rereg_mr_pd(self):
+        self._two_sides("rereg_flow", flags=e.IBV_REREG_MR_CHANGE_PD)
