@@ -14,13 +14,13 @@ E2E_DIR := tests/e2e
 # issue 12: siw's peer-to-peer client (Write and Read RTR offered) against
 # rnic's server, and rnic's peer-to-peer client against siw (about 40 s).
 # Of NVMe over Fabrics (issue 10), one guest's target and host on its own
-# rnic.  On the 6.12 kernel line, rdma-core's tools between two rnic guests
+# rnic, once with the target's shared receive queues.  On the 6.12 kernel line, rdma-core's tools between two rnic guests
 # (user CQs and mmap, where 6.12's API differs; about 20 s).  rdma-core's
 # own test suite on rnic and on siw, side by side (about 90 s).
 E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-iothread.sh rnic-siw.sh \
              rnic-siw-variants.sh:p2p-both rdma-rnic.sh rdma-rnic-iothread.sh \
              rdma-rnic-viommu.sh rdma-rnic-companion.sh rdma-rnic-fail.sh \
-             nvmeof.sh:loop rdma-rnic-6.12.sh rdma-core-suite.sh
+             nvmeof.sh:loop,srq rdma-rnic-6.12.sh rdma-core-suite.sh
 
 # Guest kernel and modules, headers, siw.ko, rnic.ko, guest user space.
 e2e-prep:

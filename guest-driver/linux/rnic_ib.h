@@ -111,6 +111,17 @@ struct rnic_ib_cq {
 	u32 arm_prod;			/* the first entry not yet written then */
 };
 
+/* A kernel SRQ (rnic_ib_srq.c): wr_id tags, free in any order. */
+struct rnic_ib_srq {
+	struct ib_srq ibsrq;
+	u32 srqn;
+	struct rnic_ring ring;
+	spinlock_t lock;		/* prod, the tables */
+	u32 prod;			/* posted (free-running) */
+	u64 *wr_id;			/* the consumer's, per tag */
+	u32 *free, nfree;		/* a stack of free tags */
+};
+
 struct rnic_ib_cep;
 
 struct rnic_ib_qp {
@@ -122,6 +133,7 @@ struct rnic_ib_qp {
 	u32 sq_prod, rq_prod;		/* posted (free-running) */
 	u32 sq_done, rq_done;		/* completed, set by poll */
 	u64 *sq_wr_id, *rq_wr_id;	/* the user's wr_id per slot */
+	struct rnic_ib_srq *srq;	/* receives from it, no RQ */
 	bool sig_all;
 	enum ib_qp_state state;		/* as the verbs consumer set it */
 	refcount_t ref;			/* iw_add_ref/iw_rem_ref, and ours */
@@ -175,6 +187,11 @@ static inline struct rnic_ib_mr *to_rmr(struct ib_mr *mr)
 static inline struct rnic_ib_cq *to_rcq(struct ib_cq *cq)
 {
 	return container_of(cq, struct rnic_ib_cq, ibcq);
+}
+
+static inline struct rnic_ib_srq *to_rsrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct rnic_ib_srq, ibsrq);
 }
 
 static inline struct rnic_ib_qp *to_rqp(struct ib_qp *qp)
@@ -235,12 +252,24 @@ int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		      const struct ib_send_wr **bad);
 int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad);
+void rnic_ib_rq_wqe(struct rnic_rq_wqe *w, const struct ib_recv_wr *wr,
+		    u32 tag);
 int rnic_ib_qp_error(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp);
 void rnic_ib_qp_get(struct ib_qp *ibqp);
 void rnic_ib_qp_put(struct ib_qp *ibqp);
 struct ib_qp *rnic_ib_get_qp(struct ib_device *ibdev, int qpn);
 void rnic_ib_qp_async(struct rnic_ib_dev *dev, u32 qpn,
 		      enum ib_event_type type);
+
+int rnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		       struct ib_udata *udata);
+int rnic_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int rnic_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		       enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int rnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int rnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad);
+bool rnic_ib_srq_done(struct rnic_ib_srq *srq, u32 tag, u64 *wr_id);
 
 int rnic_ib_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *p);
 int rnic_ib_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *p);

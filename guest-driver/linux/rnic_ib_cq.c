@@ -243,7 +243,10 @@ static bool rnic_ib_cqe(struct rnic_ib_dev *dev, const struct rnic_cq_entry *c,
 	if (!qp || qp->sq_map)
 		return false;
 	memset(wc, 0, sizeof(*wc));
-	if (c->opcode == RNIC_WQE_RECV) {
+	if (c->opcode == RNIC_WQE_RECV && qp->srq) {
+		if (!rnic_ib_srq_done(qp->srq, idx, &wc->wr_id))
+			return false;
+	} else if (c->opcode == RNIC_WQE_RECV) {
 		wc->wr_id = qp->rq_wr_id[idx & ((1u << qp->rq.log_size) - 1)];
 		WRITE_ONCE(qp->rq_done, idx + 1);
 	} else {

@@ -63,6 +63,9 @@ static int rnic_ib_query_device(struct ib_device *ibdev,
 	a->max_cqe = le32_to_cpu(d->max_cqe);
 	a->max_mr = le32_to_cpu(d->max_mr);
 	a->max_mw = le32_to_cpu(d->max_mw);
+	a->max_srq = le32_to_cpu(d->max_srq);
+	a->max_srq_wr = le32_to_cpu(d->max_srq_wr);
+	a->max_srq_sge = le32_to_cpu(d->max_sge);
 	a->max_pd = le32_to_cpu(d->max_pd);
 	a->max_qp_rd_atom = le32_to_cpu(d->max_ird);
 	a->max_qp_init_rd_atom = le32_to_cpu(d->max_ord);
@@ -198,6 +201,11 @@ static const struct ib_device_ops rnic_ib_ops = {
 	.destroy_qp		= rnic_ib_destroy_qp,
 	.post_send		= rnic_ib_post_send,
 	.post_recv		= rnic_ib_post_recv,
+	.create_srq		= rnic_ib_create_srq,
+	.destroy_srq		= rnic_ib_destroy_srq,
+	.modify_srq		= rnic_ib_modify_srq,
+	.query_srq		= rnic_ib_query_srq,
+	.post_srq_recv		= rnic_ib_post_srq_recv,
 
 	.iw_add_ref		= rnic_ib_qp_get,
 	.iw_rem_ref		= rnic_ib_qp_put,
@@ -212,6 +220,7 @@ static const struct ib_device_ops rnic_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, rnic_ib_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_mw, rnic_ib_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rnic_ib_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, rnic_ib_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rnic_ib_ucontext, ibuc),
 };
 

@@ -42,8 +42,13 @@ static int rnic_ib_qp_rings(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp,
 			    u32 slog, u32 rlog)
 {
 	qp->sq_wr_id = kvcalloc(1u << slog, sizeof(u64), GFP_KERNEL);
+	if (!qp->sq_wr_id)
+		return -ENOMEM;
+	if (!rlog)
+		return rnic_ring_alloc(dev->rdev, &qp->sq, slog,
+				       RNIC_SQ_WQE_SIZE);
 	qp->rq_wr_id = kvcalloc(1u << rlog, sizeof(u64), GFP_KERNEL);
-	if (!qp->sq_wr_id || !qp->rq_wr_id)
+	if (!qp->rq_wr_id)
 		return -ENOMEM;
 	return rnic_ring_alloc(dev->rdev, &qp->sq, slog, RNIC_SQ_WQE_SIZE) ?:
 	       rnic_ring_alloc(dev->rdev, &qp->rq, rlog, RNIC_RQ_WQE_SIZE);
@@ -97,7 +102,7 @@ static int rnic_ib_qp_check(struct rnic_ib_dev *dev,
 	u32 max_sge = le32_to_cpu(dev->rdev->attr.max_sge);
 	struct ib_qp_cap *cap = &attr->cap;
 
-	if (attr->qp_type != IB_QPT_RC || attr->srq || attr->create_flags)
+	if (attr->qp_type != IB_QPT_RC || attr->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_inline_data > RNIC_WQE_INLINE_MAX)
 		return -EINVAL;
@@ -121,8 +126,12 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	err = rnic_ib_qp_check(dev, attr);
 	if (err)
 		return err;
+	/* With an SRQ, no receive queue of its own (rlog 0: no ring). */
+	qp->srq = attr->srq ? to_rsrq(attr->srq) : NULL;
+	if (qp->srq && udata)
+		return -EOPNOTSUPP;	/* SRQs are the kernel's, so far */
 	slog = rnic_ib_log(cap->max_send_wr);
-	rlog = rnic_ib_log(cap->max_recv_wr);
+	rlog = qp->srq ? 0 : rnic_ib_log(cap->max_recv_wr);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 	refcount_set(&qp->ref, 1);
@@ -140,7 +149,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	p.pdn = cpu_to_le32(to_rpd(ibqp->pd)->pdn);
 	p.send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
 	p.recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
-	p.srqn = cpu_to_le32(RNIC_NO_SRQ);
+	p.srqn = cpu_to_le32(qp->srq ? qp->srq->srqn : RNIC_NO_SRQ);
 	p.sq_addr = cpu_to_le64(qp->sq.dma);
 	p.rq_addr = cpu_to_le64(qp->rq.dma);
 	p.sq_log_size = slog;
@@ -163,7 +172,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	}
 	ibqp->qp_num = qp->qpn;
 	cap->max_send_wr = 1u << slog;
-	cap->max_recv_wr = 1u << rlog;
+	cap->max_recv_wr = qp->srq ? 0 : 1u << rlog;
 	cap->max_inline_data = RNIC_WQE_INLINE_MAX;
 	return 0;
 
@@ -254,7 +263,7 @@ int rnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qp_state = READ_ONCE(qp->state);
 	attr->cur_qp_state = attr->qp_state;
 	attr->cap.max_send_wr = 1u << qp->sq.log_size;
-	attr->cap.max_recv_wr = 1u << qp->rq.log_size;
+	attr->cap.max_recv_wr = qp->srq ? 0 : 1u << qp->rq.log_size;
 	attr->cap.max_send_sge = RNIC_WQE_MAX_SGE;
 	attr->cap.max_recv_sge = RNIC_WQE_MAX_SGE;
 	attr->cap.max_inline_data = RNIC_WQE_INLINE_MAX;
@@ -263,6 +272,7 @@ int rnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->qp_type = IB_QPT_RC;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	return 0;
@@ -489,6 +499,22 @@ int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	return err;
 }
 
+/* A receive WQE (RQ or SRQ) whose wr_id is the driver's @tag. */
+void rnic_ib_rq_wqe(struct rnic_rq_wqe *w, const struct ib_recv_wr *wr,
+		    u32 tag)
+{
+	int i;
+
+	memset(w, 0, sizeof(*w));
+	w->wr_id = cpu_to_le64(tag);
+	w->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		w->sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+		w->sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+		w->sge[i].stag = cpu_to_le32(wr->sg_list[i].lkey);
+	}
+}
+
 int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad)
 {
@@ -497,12 +523,12 @@ int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	u32 mask = (1u << qp->rq.log_size) - 1, start;
 	struct rnic_rq_wqe *w;
 	unsigned long flags;
-	int err = 0, i;
+	int err = 0;
 
-	if (qp->sq_map) {
+	if (qp->sq_map || qp->srq) {
 		if (bad)
 			*bad = wr;
-		return -EINVAL;		/* the process posts */
+		return -EINVAL;		/* the process posts, or the SRQ */
 	}
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	start = qp->rq_prod;
@@ -516,14 +542,7 @@ int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			break;
 		}
 		w = (struct rnic_rq_wqe *)qp->rq.va + (qp->rq_prod & mask);
-		memset(w, 0, sizeof(*w));
-		w->wr_id = cpu_to_le64(qp->rq_prod);
-		w->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			w->sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
-			w->sge[i].length = cpu_to_le32(wr->sg_list[i].length);
-			w->sge[i].stag = cpu_to_le32(wr->sg_list[i].lkey);
-		}
+		rnic_ib_rq_wqe(w, wr, qp->rq_prod);
 		qp->rq_wr_id[qp->rq_prod & mask] = wr->wr_id;
 		qp->rq_prod++;
 	}

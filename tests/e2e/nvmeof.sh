@@ -11,6 +11,8 @@
 #
 # Arguments: modes (default: all of them, one after the other):
 #   loop      one rnic guest, target and host on its own address
+#   srq       as loop, nvmet-rdma with use_srq=1: its receives come from
+#             shared receive queues, which must exist on rnic0 meanwhile
 #   rnic      two rnic guests, target on one, host on the other
 #   fault     as rnic, the host's device with fault-drop-after (4 MiB): the
 #             host must reconnect (reconnect delay 1 s), again and again,
@@ -52,6 +54,8 @@ host() {
         $(e2e_arg nvmeopts | tr _ ' ') || return
     nvme list
     e2e_check nvme-io e2e_nvme_io "$(e2e_arg mib)"
+    [ -z "$(e2e_arg srq)" ] ||
+        e2e_check nvmet-srq sh -c 'rdma res show srq | grep rnic0'
     if [ -n "$(e2e_arg fault)" ]; then
         e2e_check nvme-reconnected sh -c 'dmesg | grep "Successfully reconnected"'
     else
@@ -60,6 +64,8 @@ host() {
     e2e_check nvme-disconnect nvme disconnect -n "$E2E_NQN"
 }
 
+# The target's module parameter, before e2e_nvmet_config loads it.
+[ -z "$(e2e_arg srq)" ] || e2e_check nvmet-use-srq modprobe nvmet-rdma use_srq=1
 case $role in
 both)
     e2e_check nvmet-config e2e_nvmet_config "$me" "$port" && host
@@ -91,19 +97,21 @@ guest() {
 }
 
 run_mode() {
-    local m=$1 rc=0 p tgt host fwd sock fig
+    local m=$1 rc=0 p tgt host fwd sock fig a
     local nic=virtio-net-pci,netdev=n0,romfile=
     # The NVMe port P and P+1 (the host's "done" rping): the first two of
     # the rnic pair's block (e2e_rnic_pair), or two free ports that an
     # rnic facing siw allows and nothing else.
     case $m in
-    loop | rnic | fault) e2e_rnic_pair; p=$port ;;
+    loop | srq | rnic | fault) e2e_rnic_pair; p=$port ;;
     *) p=$(e2e_free_ports 2) ;;
     esac
     tgt=$name-$m-target host=$name-$m-host
     case $m in
-    loop)
-        guest "$name-$m" rnic "role=both ip=$net.1/24 peer=$net.1 port=$p" \
+    loop | srq)
+        a="role=both ip=$net.1/24 peer=$net.1 port=$p"
+        [ "$m" = loop ] || a="$a srq=1"
+        guest "$name-$m" rnic "$a" \
             $rnic_io -device "$dev"
         e2e_guest_wait "$name-$m" || rc=1 ;;
     rnic | fault)
@@ -145,7 +153,7 @@ run_mode() {
             -device "$nic,mac=52:54:00:e2:e0:02" ;;
     *) e2e_die "no mode $m" ;;
     esac
-    if [ "$m" != loop ]; then
+    if [ "$m" != loop ] && [ "$m" != srq ]; then
         e2e_guest_wait "$host" || rc=1
         e2e_guest_wait "$tgt" || rc=1
         host=$E2E_LOGS/$host.log
@@ -158,7 +166,7 @@ run_mode() {
 }
 
 modes=("$@")
-[ ${#modes[@]} -gt 0 ] || modes=(loop rnic fault rnic-siw siw-rnic siw)
+[ ${#modes[@]} -gt 0 ] || modes=(loop srq rnic fault rnic-siw siw-rnic siw)
 rc=0
 for m in "${modes[@]}"; do
     run_mode "$m" || rc=1

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Shared receive queues, for kernel consumers (nvmet-rdma's use_srq).
+ * The device takes an SRQ's entries in ring order, but their receives
+ * complete on whichever QPs took them, in any order: so a WQE's wr_id is
+ * not a ring position but a tag, an index into the SRQ's table of the
+ * consumer's wr_ids, free again when its completion is polled.  The ring
+ * never overflows: the entries the device has not fetched are a part of
+ * those without a completion, which the table bounds to the ring's size.
+ */
+#include "rnic_ib.h"
+
+static void rnic_ib_srq_free(struct rnic_ib_dev *dev, struct rnic_ib_srq *srq)
+{
+	rnic_ring_free(dev->rdev, &srq->ring);
+	kvfree(srq->wr_id);
+	kvfree(srq->free);
+}
+
+int rnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		       struct ib_udata *udata)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
+	const struct rnic_device_attr *d = &dev->rdev->attr;
+	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	struct ib_srq_attr *a = &init->attr;
+	struct rnic_cmd_srq p = { };
+	struct rnic_cmd cmd;
+	u32 log, n, i;
+	int err;
+
+	if (udata || init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (a->max_wr > le32_to_cpu(d->max_srq_wr) ||
+	    a->max_sge > le32_to_cpu(d->max_sge) || a->srq_limit)
+		return -EINVAL;
+	log = max_t(u32, order_base_2(max_t(u32, a->max_wr, 1)), 1);
+	n = 1u << log;
+	spin_lock_init(&srq->lock);
+	srq->wr_id = kvcalloc(n, sizeof(*srq->wr_id), GFP_KERNEL);
+	srq->free = kvcalloc(n, sizeof(*srq->free), GFP_KERNEL);
+	err = srq->wr_id && srq->free ?
+	      rnic_ring_alloc(dev->rdev, &srq->ring, log, RNIC_RQ_WQE_SIZE) :
+	      -ENOMEM;
+	if (err)
+		goto err_free;
+	for (i = 0; i < n; i++)
+		srq->free[i] = n - 1 - i;
+	srq->nfree = n;
+	p.pdn = cpu_to_le32(to_rpd(ibsrq->pd)->pdn);
+	p.log_size = log;
+	p.ring_addr = cpu_to_le64(srq->ring.dma);
+	err = rnic_ib_cmd(dev, RNIC_CMD_CREATE_SRQ, &p, sizeof(p), &cmd);
+	if (err)
+		goto err_free;
+	srq->srqn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
+	a->max_wr = n;
+	a->max_sge = le32_to_cpu(d->max_sge);
+	return 0;
+
+err_free:
+	rnic_ib_srq_free(dev, srq);
+	return err;
+}
+
+int rnic_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
+	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	int err = rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_SRQ, srq->srqn);
+
+	/* The core destroyed its QPs first: the device has let go. */
+	if (err && err != -ENODEV)
+		dev_warn(&dev->rdev->pdev->dev, "SRQ %u: DESTROY_SRQ failed (%d)\n",
+			 srq->srqn, err);
+	rnic_ib_srq_free(dev, srq);
+	return 0;
+}
+
+/* No limit event and no resize (yet): only what query_srq reports. */
+int rnic_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		       enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	return mask ? -EOPNOTSUPP : 0;
+}
+
+int rnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+
+	attr->max_wr = 1u << srq->ring.log_size;
+	attr->max_sge = RNIC_WQE_MAX_SGE;
+	attr->srq_limit = 0;
+	return 0;
+}
+
+int rnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			  const struct ib_recv_wr **bad)
+{
+	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
+	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	u32 mask = (1u << srq->ring.log_size) - 1, start, tag;
+	unsigned long flags;
+	int err = 0;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	start = srq->prod;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge > RNIC_WQE_MAX_SGE) {
+			err = -EINVAL;
+			break;
+		}
+		if (!srq->nfree) {
+			err = -ENOMEM;
+			break;
+		}
+		tag = srq->free[--srq->nfree];
+		srq->wr_id[tag] = wr->wr_id;
+		rnic_ib_rq_wqe((struct rnic_rq_wqe *)srq->ring.va +
+			       (srq->prod & mask), wr, tag);
+		srq->prod++;
+	}
+	if (srq->prod != start)
+		rnic_write(dev->rdev, RNIC_REG_DB_SRQ,
+			   RNIC_DB_VALUE(srq->srqn, srq->prod));
+	spin_unlock_irqrestore(&srq->lock, flags);
+	if (err && bad)
+		*bad = wr;
+	return err;
+}
+
+/* A receive of the SRQ completed with @tag: its wr_id, and the tag free. */
+bool rnic_ib_srq_done(struct rnic_ib_srq *srq, u32 tag, u64 *wr_id)
+{
+	unsigned long flags;
+
+	if (tag >= 1u << srq->ring.log_size)
+		return false;
+	spin_lock_irqsave(&srq->lock, flags);
+	*wr_id = srq->wr_id[tag];
+	srq->free[srq->nfree++] = tag;
+	spin_unlock_irqrestore(&srq->lock, flags);
+	return true;
+}
