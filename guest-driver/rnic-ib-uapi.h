@@ -58,4 +58,17 @@ struct rnic_ib_create_qp_resp {
 	__u32 rsvd;
 };
 
+/*
+ * A direct SRQ's ring, which the process posts to through its doorbell
+ * page (DB_SRQ); the tags that stand for its wr_ids are the process's
+ * own.  flags 0: the kernel posts and the process's CQs are the kernel's.
+ */
+struct rnic_ib_create_srq_resp {
+	__aligned_u64 srq_key;		/* mmap() offset of the ring */
+	__u32 srq_len;			/* bytes to map */
+	__u32 log_size;			/* 1 << n WQEs of 128 bytes */
+	__u32 srqn;			/* the device's number, for DB_SRQ */
+	__u32 flags;			/* RNIC_IB_DIRECT */
+};
+
 #endif /* RNIC_IB_UAPI_H */

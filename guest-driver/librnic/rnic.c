@@ -170,6 +170,8 @@ static struct ibv_qp *rnic_create_qp_ex(struct ibv_context *ctx,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
+	if (attr->srq)
+		qp->srq = to_rsrq(attr->srq);
 	ret = ibv_cmd_create_qp_ex2(ctx, &qp->vqp, attr, &cmd, sizeof(cmd),
 				    &resp.ibv, sizeof(resp));
 	if (!ret) {
@@ -260,6 +262,11 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.destroy_qp	= rnic_destroy_qp,
 	.post_send	= rnic_post_send,
 	.post_recv	= rnic_post_recv,
+	.create_srq	= rnic_create_srq,
+	.destroy_srq	= rnic_destroy_srq,
+	.modify_srq	= rnic_modify_srq,
+	.query_srq	= rnic_query_srq,
+	.post_srq_recv	= rnic_post_srq_recv,
 };
 
 /* RNIC_DIRECT=0: everything through the kernel, as before (A/B runs). */

@@ -75,7 +75,8 @@ struct rnic_qp {
 	struct verbs_qp vqp;
 	bool direct;			/* false: the kernel posts */
 	bool sig_all;
-	struct rnic_wq sq, rq;
+	struct rnic_wq sq, rq;		/* rq: none on an SRQ */
+	struct rnic_srq *srq;
 	/* ibv_wr_*: the WRs between wr_start and wr_complete. */
 	struct ibv_send_wr *wrs;
 	struct ibv_sge *sges;
@@ -83,6 +84,24 @@ struct rnic_qp {
 	uint32_t cap, n;
 	int err;
 };
+
+/* An SRQ (rnic_srq.c); direct: posted here, wr_ids by tag. */
+struct rnic_srq {
+	struct verbs_srq vsrq;
+	bool direct;
+	pthread_spinlock_t lock;	/* posters and pollers */
+	void *ring;
+	size_t len;
+	uint32_t log_size, srqn;
+	uint32_t prod;			/* posted, free-running */
+	uint64_t *wr_id;		/* the user's, per tag */
+	uint32_t *free, nfree;		/* a stack of free tags */
+};
+
+static inline struct rnic_srq *to_rsrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct rnic_srq, vsrq.srq);
+}
 
 static inline struct rnic_qp *to_rqp(struct ibv_qp *qp)
 {
@@ -116,6 +135,17 @@ int rnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 int rnic_bind_wqe(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w);
 int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad);
+void rnic_rq_wqe(const struct ibv_recv_wr *wr, struct rnic_rq_wqe *w,
+		 uint32_t tag);
+
+struct ibv_srq *rnic_create_srq(struct ibv_pd *pd,
+				struct ibv_srq_init_attr *attr);
+int rnic_destroy_srq(struct ibv_srq *srq);
+int rnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int rnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int rnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad);
+bool rnic_srq_done(struct rnic_srq *srq, uint32_t tag, uint64_t *wr_id);
 
 int rnic_wr_check(uint64_t send_ops_flags);
 void rnic_wr_init(struct rnic_qp *qp, uint64_t send_ops_flags);

@@ -194,20 +194,27 @@ static bool rnic_cqe(struct rnic_context *ctx, const struct rnic_cq_entry *c,
 	uint32_t idx = (uint32_t)le64toh(c->wr_id);
 	struct rnic_qp *qp = rnic_qp_find(ctx, qpn);
 	struct rnic_wq *wq;
+	uint64_t wr_id;
 
 	if (!qp)
 		return false;
-	wq = c->opcode == RNIC_WQE_RECV ? &qp->rq : &qp->sq;
+	if (qp->srq && c->opcode == RNIC_WQE_RECV) {
+		if (!rnic_srq_done(qp->srq, idx, &wr_id))
+			return false;
+	} else {
+		wq = c->opcode == RNIC_WQE_RECV ? &qp->rq : &qp->sq;
+		wr_id = wq->wr_id[idx & ((1u << wq->log_size) - 1)];
+		/* After the wr_id is read: the slot is the posters' again. */
+		__atomic_store_n(&wq->done, idx + 1, __ATOMIC_RELEASE);
+	}
 	*wc = (struct ibv_wc) {
-		.wr_id = wq->wr_id[idx & ((1u << wq->log_size) - 1)],
+		.wr_id = wr_id,
 		.status = rnic_wc_status(c->status),
 		.opcode = rnic_wc_opcode(c->opcode),
 		.vendor_err = c->status,
 		.byte_len = le32toh(c->byte_len),
 		.qp_num = qpn,
 	};
-	/* After the wr_id is read: the slot is the posters' again. */
-	__atomic_store_n(&wq->done, idx + 1, __ATOMIC_RELEASE);
 	if (c->flags & RNIC_CQE_FLAG_WITH_INV) {
 		wc->wc_flags = IBV_WC_WITH_INV;
 		wc->invalidated_rkey = le32toh(c->invalidated_stag);

@@ -87,7 +87,7 @@ int rnic_qp_direct_init(struct rnic_qp *qp,
 	qp->sig_all = sig_all;
 	ret = rnic_wq_map(ctx, &qp->sq, resp->sq_key, resp->sq_len,
 			  resp->sq_log_size);
-	if (!ret)
+	if (!ret && !qp->srq)
 		ret = rnic_wq_map(ctx, &qp->rq, resp->rq_key, resp->rq_len,
 				  resp->rq_log_size);
 	if (!ret)
@@ -311,11 +311,14 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return err;
 }
 
-static void rnic_rq_wqe(const struct ibv_recv_wr *wr, struct rnic_rq_wqe *w)
+/* A receive WQE (RQ or SRQ) whose wr_id is @tag. */
+void rnic_rq_wqe(const struct ibv_recv_wr *wr, struct rnic_rq_wqe *w,
+		 uint32_t tag)
 {
 	int i;
 
 	memset(w, 0, sizeof(*w));
+	w->wr_id = htole64(tag);
 	w->num_sge = wr->num_sge;
 	for (i = 0; i < wr->num_sge; i++) {
 		w->sge[i].addr = htole64(wr->sg_list[i].addr);
@@ -335,6 +338,10 @@ int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	if (!qp->direct)
 		return ibv_cmd_post_recv(ibqp, wr, bad);
+	if (qp->srq) {
+		*bad = wr;
+		return EINVAL;		/* its receives are the SRQ's */
+	}
 	mask = (1u << rq->log_size) - 1;
 	pthread_spin_lock(&rq->lock);
 	start = rq->prod;
@@ -348,8 +355,7 @@ int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			break;
 		}
 		w = (struct rnic_rq_wqe *)rq->ring + (rq->prod & mask);
-		rnic_rq_wqe(wr, w);
-		w->wr_id = htole64(rq->prod);
+		rnic_rq_wqe(wr, w, rq->prod);
 		rq->wr_id[rq->prod & mask] = wr->wr_id;
 		rq->prod++;
 	}

@@ -111,11 +111,12 @@ struct rnic_ib_cq {
 	u32 arm_prod;			/* the first entry not yet written then */
 };
 
-/* A kernel SRQ (rnic_ib_srq.c): wr_id tags, free in any order. */
+/* An SRQ (rnic_ib_srq.c): wr_id tags, free in any order. */
 struct rnic_ib_srq {
 	struct ib_srq ibsrq;
 	u32 srqn;
 	struct rnic_ring ring;
+	struct rnic_ib_umap *umap;	/* direct: the process posts */
 	spinlock_t lock;		/* prod, the tables */
 	u32 prod;			/* posted (free-running) */
 	u64 *wr_id;			/* the consumer's, per tag */

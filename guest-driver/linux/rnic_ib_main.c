@@ -311,7 +311,8 @@ static void rnic_ib_setup(struct rnic_ib_dev *dev)
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ) |
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
-				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV);
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV);
 	ibdev->dev.parent = &dev->rdev->pdev->dev;
 	ib_set_device_ops(ibdev, &rnic_ib_ops);
 }

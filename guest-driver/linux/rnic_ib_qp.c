@@ -28,7 +28,8 @@ static void rnic_ib_qp_free(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp)
 {
 	if (qp->sq_map) {
 		rnic_ib_umap_ring_free(dev, &qp->sq, qp->sq_map);
-		rnic_ib_umap_ring_free(dev, &qp->rq, qp->rq_map);
+		if (qp->rq_map)
+			rnic_ib_umap_ring_free(dev, &qp->rq, qp->rq_map);
 		return;
 	}
 	rnic_ring_free(dev->rdev, &qp->sq);
@@ -61,7 +62,7 @@ static int rnic_ib_qp_urings(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp,
 	int err = rnic_ib_umap_ring(dev, &qp->sq, slog, RNIC_SQ_WQE_SIZE, 0,
 				    true, &qp->sq_map);
 
-	if (err)
+	if (err || !rlog)
 		return err;
 	err = rnic_ib_umap_ring(dev, &qp->rq, rlog, RNIC_RQ_WQE_SIZE, 0, true,
 				&qp->rq_map);
@@ -80,13 +81,16 @@ static int rnic_ib_qp_export(struct rnic_ib_qp *qp, struct ib_udata *udata)
 	int err;
 
 	if (qp->sq_map) {
+		rq_key = 0;
 		err = rnic_ib_umap_insert(udata, qp->sq_map, &sq_key) ?:
-		      rnic_ib_umap_insert(udata, qp->rq_map, &rq_key);
+		      (qp->rq_map ?
+		       rnic_ib_umap_insert(udata, qp->rq_map, &rq_key) : 0);
 		if (err)
 			return err;
 		resp = (struct rnic_ib_create_qp_resp) {
 			.sq_key = sq_key, .rq_key = rq_key,
-			.sq_len = qp->sq_map->len, .rq_len = qp->rq_map->len,
+			.sq_len = qp->sq_map->len,
+			.rq_len = qp->rq_map ? qp->rq_map->len : 0,
 			.sq_log_size = qp->sq.log_size,
 			.rq_log_size = qp->rq.log_size,
 			.flags = RNIC_IB_DIRECT,
@@ -128,8 +132,6 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		return err;
 	/* With an SRQ, no receive queue of its own (rlog 0: no ring). */
 	qp->srq = attr->srq ? to_rsrq(attr->srq) : NULL;
-	if (qp->srq && udata)
-		return -EOPNOTSUPP;	/* SRQs are the kernel's, so far */
 	slog = rnic_ib_log(cap->max_send_wr);
 	rlog = qp->srq ? 0 : rnic_ib_log(cap->max_recv_wr);
 	spin_lock_init(&qp->sq_lock);

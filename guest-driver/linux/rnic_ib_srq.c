@@ -1,20 +1,58 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Shared receive queues, for kernel consumers (nvmet-rdma's use_srq).
- * The device takes an SRQ's entries in ring order, but their receives
- * complete on whichever QPs took them, in any order: so a WQE's wr_id is
- * not a ring position but a tag, an index into the SRQ's table of the
- * consumer's wr_ids, free again when its completion is polled.  The ring
- * never overflows: the entries the device has not fetched are a part of
- * those without a completion, which the table bounds to the ring's size.
+ * Shared receive queues.  The device takes an SRQ's entries in ring
+ * order, but their receives complete on whichever QPs took them, in any
+ * order: so a WQE's wr_id is not a ring position but a tag, an index into
+ * the SRQ's table of the consumer's wr_ids, free again when its
+ * completion is polled.  The ring never overflows: the entries the device
+ * has not fetched are a part of those without a completion, which the
+ * table bounds to the ring's size.  A direct context's SRQ is the
+ * process's to post to (librnic keeps the tags: rnic-ib-uapi.h); any
+ * other, the kernel's.
  */
 #include "rnic_ib.h"
 
 static void rnic_ib_srq_free(struct rnic_ib_dev *dev, struct rnic_ib_srq *srq)
 {
-	rnic_ring_free(dev->rdev, &srq->ring);
+	if (srq->umap)
+		rnic_ib_umap_ring_free(dev, &srq->ring, srq->umap);
+	else
+		rnic_ring_free(dev->rdev, &srq->ring);
 	kvfree(srq->wr_id);
 	kvfree(srq->free);
+}
+
+/* The ring and the tags of an SRQ the kernel posts to. */
+static int rnic_ib_srq_kring(struct rnic_ib_dev *dev, struct rnic_ib_srq *srq,
+			     u32 log)
+{
+	u32 i, n = 1u << log;
+
+	srq->wr_id = kvcalloc(n, sizeof(*srq->wr_id), GFP_KERNEL);
+	srq->free = kvcalloc(n, sizeof(*srq->free), GFP_KERNEL);
+	if (!srq->wr_id || !srq->free)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		srq->free[i] = n - 1 - i;
+	srq->nfree = n;
+	return rnic_ring_alloc(dev->rdev, &srq->ring, log, RNIC_RQ_WQE_SIZE);
+}
+
+/* Offers a direct SRQ's ring (or, flags 0, says the kernel posts). */
+static int rnic_ib_srq_export(struct rnic_ib_srq *srq, struct ib_udata *udata)
+{
+	struct rnic_ib_create_srq_resp resp = { .srqn = srq->srqn };
+	int err;
+
+	if (srq->umap) {
+		err = rnic_ib_umap_insert(udata, srq->umap, &resp.srq_key);
+		if (err)
+			return err;
+		resp.srq_len = srq->umap->len;
+		resp.log_size = srq->ring.log_size;
+		resp.flags = RNIC_IB_DIRECT;
+	}
+	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 }
 
 int rnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -26,35 +64,39 @@ int rnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct ib_srq_attr *a = &init->attr;
 	struct rnic_cmd_srq p = { };
 	struct rnic_cmd cmd;
-	u32 log, n, i;
+	u32 log, udb;
 	int err;
 
-	if (udata || init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
 	if (a->max_wr > le32_to_cpu(d->max_srq_wr) ||
 	    a->max_sge > le32_to_cpu(d->max_sge) || a->srq_limit)
 		return -EINVAL;
 	log = max_t(u32, order_base_2(max_t(u32, a->max_wr, 1)), 1);
-	n = 1u << log;
 	spin_lock_init(&srq->lock);
-	srq->wr_id = kvcalloc(n, sizeof(*srq->wr_id), GFP_KERNEL);
-	srq->free = kvcalloc(n, sizeof(*srq->free), GFP_KERNEL);
-	err = srq->wr_id && srq->free ?
-	      rnic_ring_alloc(dev->rdev, &srq->ring, log, RNIC_RQ_WQE_SIZE) :
-	      -ENOMEM;
+	/* An older librnic leaves no room for the ring's offset. */
+	udb = udata ? rnic_ib_uctx(udata)->udb : 0;
+	if (udb && udata->outlen >= sizeof(struct rnic_ib_create_srq_resp))
+		err = rnic_ib_umap_ring(dev, &srq->ring, log, RNIC_RQ_WQE_SIZE,
+					0, true, &srq->umap);
+	else
+		err = rnic_ib_srq_kring(dev, srq, log);
 	if (err)
 		goto err_free;
-	for (i = 0; i < n; i++)
-		srq->free[i] = n - 1 - i;
-	srq->nfree = n;
 	p.pdn = cpu_to_le32(to_rpd(ibsrq->pd)->pdn);
 	p.log_size = log;
 	p.ring_addr = cpu_to_le64(srq->ring.dma);
+	p.udb = cpu_to_le32(srq->umap ? udb : 0);
 	err = rnic_ib_cmd(dev, RNIC_CMD_CREATE_SRQ, &p, sizeof(p), &cmd);
 	if (err)
 		goto err_free;
 	srq->srqn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
-	a->max_wr = n;
+	err = udata ? rnic_ib_srq_export(srq, udata) : 0;
+	if (err) {
+		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_SRQ, srq->srqn);
+		goto err_free;
+	}
+	a->max_wr = 1u << log;
 	a->max_sge = le32_to_cpu(d->max_sge);
 	return 0;
 
@@ -103,6 +145,11 @@ int rnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	if (srq->umap) {
+		if (bad)
+			*bad = wr;
+		return -EINVAL;		/* the process posts */
+	}
 	spin_lock_irqsave(&srq->lock, flags);
 	start = srq->prod;
 	for (; wr; wr = wr->next) {

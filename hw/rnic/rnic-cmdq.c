@@ -44,7 +44,7 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
         .max_qp = cpu_to_le32(s->limits.max_qp),
         .max_qp_wr = cpu_to_le32(s->limits.max_qp_wr),
         .max_srq = cpu_to_le32(s->limits.max_srq),
-        .max_srq_wr = cpu_to_le32(s->limits.max_qp_wr),
+        .max_srq_wr = cpu_to_le32(s->limits.max_srq_wr),
         .max_sge = cpu_to_le32(RNIC_WQE_MAX_SGE),
         .max_ird = cpu_to_le32(s->limits.max_ird),
         .max_ord = cpu_to_le32(s->limits.max_ord),

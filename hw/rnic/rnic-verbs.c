@@ -408,10 +408,10 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     RnicSrq *srq;
     uint32_t i;
 
-    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_qp_wr)) {
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_srq_wr)) {
         return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
                              "ring_addr is 0 or not 4 KiB aligned, or "
-                             "2^log_size is above max_qp_wr");
+                             "2^log_size is above max_srq_wr");
     }
     if (!rnic_udb_ok(s, p->udb)) {
         return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM, RNIC_UDB_BAD);
@@ -719,6 +719,7 @@ static bool rnic_limits_check(RnicState *s, Error **errp)
         { "max-cqes", l->max_cqe, 2, 1u << RNIC_WQ_LOG_MAX },
         { "max-qps", l->max_qp, 1, 0xffff },
         { "max-qp-wrs", l->max_qp_wr, 2, 1u << RNIC_WQ_LOG_MAX },
+        { "max-srq-wrs", l->max_srq_wr, 2, 1u << RNIC_WQ_LOG_MAX },
         { "max-srqs", l->max_srq, 0, 0xffff },
         { "max-ird", l->max_ird, 0, RNIC_QP_MAX_RD },
         { "max-ord", l->max_ord, 0, RNIC_QP_MAX_RD },

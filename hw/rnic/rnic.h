@@ -86,6 +86,7 @@ typedef struct RnicLimits {
     uint32_t max_cqe;
     uint32_t max_qp;
     uint32_t max_qp_wr;
+    uint32_t max_srq_wr;
     uint32_t max_srq;
     uint32_t max_ird;
     uint32_t max_ord;

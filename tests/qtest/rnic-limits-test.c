@@ -129,6 +129,7 @@ static void test_realize_ranges(void)
     } bad[] = {
         { ",max-cqes=65536", "max-cqes=65536 is out of range (2..32768)" },
         { ",max-qp-wrs=65536", "max-qp-wrs=65536 is out of range" },
+        { ",max-srq-wrs=1", "max-srq-wrs=1 is out of range" },
         { ",max-mrs=0", "max-mrs=0 is out of range" },
         { ",max-pds=0", "max-pds=0 is out of range" },
         { ",max-page-list-bytes=0", "max-page-list-bytes=0 is out of range" },

@@ -18,6 +18,7 @@ from pyverbs.cq import CQ, CompChannel
 from pyverbs.mr import MR, MW, MWBind, MWBindInfo
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 import pyverbs.cm_enums as ce
 import pyverbs.enums as e
@@ -34,7 +35,7 @@ REMOTE = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ |
 class Side:
     """One end of an rdma_cm connection, on a CQ and QP of its own."""
 
-    def __init__(self, ip, passive, syncer, events=False):
+    def __init__(self, ip, passive, syncer, events=False, srq=0):
         self.channel = CMEventChannel()
         self.listen_id = None
         if passive:
@@ -56,10 +57,13 @@ class Side:
             self._expect(ce.RDMA_CM_EVENT_ROUTE_RESOLVED)
         self.comp = CompChannel(self.id.context) if events else None
         self.cq = CQ(self.id.context, 2 * DEPTH, None, self.comp, 0)
-        cap = QPCap(max_send_wr=DEPTH, max_recv_wr=DEPTH)
+        # An SRQ of @srq entries takes the place of the receive queue.
+        self.srq = SRQ(self.id.pd, SrqInitAttr(SrqAttr(max_wr=srq))) \
+            if srq else None
+        cap = QPCap(max_send_wr=DEPTH, max_recv_wr=0 if srq else DEPTH)
         self.qp = QP(self.id.pd, QPInitAttr(qp_type=e.IBV_QPT_RC,
                                             scq=self.cq, rcq=self.cq,
-                                            cap=cap), QPAttr())
+                                            srq=self.srq, cap=cap), QPAttr())
         self.mr = MR(self.id.pd, 4096, REMOTE)
         param = ConnParam(resources=4, depth=4, qp_num=self.qp.qp_num)
         if passive:
@@ -100,9 +104,10 @@ class Side:
         assert self.completion().byte_len == n
         return self.mr.read(n, offset)
 
-    def post_recv(self, length, offset=0):
-        self.qp.post_recv(RecvWR(num_sge=1, sg=[SGE(self.mr.buf + offset,
-                                                     length, self.mr.lkey)]))
+    def post_recv(self, length, offset=0, wr_id=0):
+        wr = RecvWR(wr_id=wr_id, num_sge=1,
+                    sg=[SGE(self.mr.buf + offset, length, self.mr.lkey)])
+        (self.srq or self.qp).post_recv(wr)
 
     def completion(self):
         """The next work completion, which must be a success."""
@@ -124,9 +129,10 @@ class IwarpTestBase(RDMACMBaseTest):
     def _two_sides(self, flow, **kwargs):
         self.two_nodes_rdmacm_traffic(None, getattr(self, flow), **kwargs)
 
-    def _run(self, side_flow, passive, events=False):
+    def _run(self, side_flow, passive, events=False, srq=0):
         try:
-            side = Side(self.ip_addr, passive, self.syncer, events)
+            side = Side(self.ip_addr, passive, self.syncer, events,
+                        srq if passive else 0)
             side_flow(side, passive)
             self.syncer.wait()
             side.close()
@@ -258,6 +264,42 @@ class IwarpRCTestCase(IwarpTestBase):
 
     def test_rdmacm_cq_events(self):
         self._two_sides("events_flow")
+
+    # ---- a shared receive queue, as test_srq checks it ----
+
+    SRQ_WR = 8
+
+    def _srq(self, side, passive):
+        """Three rounds of Sends into an SRQ of 8: its receives complete
+        with their own wr_ids and bytes, and each round's entries are free
+        again for the next (an SRQ's tags)."""
+        n = self.SRQ_WR
+        for r in range(3):
+            if passive:
+                for i in range(n):
+                    side.post_recv(64, i * 64, wr_id=1000 * r + i)
+                self.syncer.wait()      # posted before the Sends
+                for i in range(n):
+                    wc = side.completion()
+                    assert wc.opcode == e.IBV_WC_RECV and \
+                        wc.wr_id == 1000 * r + i and wc.byte_len == 64, \
+                        f"receive {wc.opcode}, wr_id {wc.wr_id}"
+                    assert side.mr.read(64, i * 64) == \
+                        bytes([r * n + i]) * 64, f"Send {i} of round {r}"
+                self.syncer.wait()
+                continue
+            self.syncer.wait()
+            for i in range(n):
+                side.mr.write(bytes([r * n + i]) * 64, 64, 0)
+                side.qp.post_send(side.wr(e.IBV_WR_SEND, 64))
+                side.completion()
+            self.syncer.wait()
+
+    def srq_flow(self, connection_resources=None, passive=None):
+        self._run(self._srq, passive, srq=self.SRQ_WR)
+
+    def test_rdmacm_srq_traffic(self):
+        self._two_sides("srq_flow")
 
 
 class IwarpRCKernelPathTestCase(IwarpRCTestCase):
