@@ -27,6 +27,7 @@
 #define RNIC_IB_UAPI_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 #define RNIC_IB_DIRECT		(1u << 0)
 
@@ -69,6 +70,72 @@ struct rnic_ib_create_srq_resp {
 	__u32 log_size;			/* 1 << n WQEs of 128 bytes */
 	__u32 srqn;			/* the device's number, for DB_SRQ */
 	__u32 flags;			/* RNIC_IB_DIRECT */
+};
+
+/*
+ * reg_mr's driver data (rnicdv_reg_mr): how the region's STag may be
+ * invalidated.  Without it (ibv_reg_mr) a region is persistent and only a
+ * local invalidate ends it.
+ */
+#define RNIC_IB_MR_ONE_SHOT	(1u << 0)	/* invalid after one remote
+						 * Write, Read or atomic */
+#define RNIC_IB_MR_REMOTE_INV	(1u << 1)	/* Send with Invalidate may
+						 * end it */
+
+struct rnic_ib_reg_mr_req {
+	__u32 flags;			/* RNIC_IB_MR_* */
+	__u32 rsvd;
+};
+
+/*
+ * rnic's own methods on a QP (uverbs ioctl, driver namespace): the RTR
+ * type its connection offers or takes, and what its connection agreed.
+ */
+enum rnic_ib_qp_methods {
+	RNIC_IB_METHOD_QP_SET_RTR = (1U << UVERBS_ID_NS_SHIFT),
+	RNIC_IB_METHOD_QP_QUERY_CONN,
+};
+
+enum rnic_ib_qp_set_rtr_attrs {
+	RNIC_IB_ATTR_SET_RTR_QP = (1U << UVERBS_ID_NS_SHIFT),
+	RNIC_IB_ATTR_SET_RTR_VALUE,	/* u32: CONNECT/ACCEPT's rtr byte
+					 * (rnic-abi.h RNIC_RTR_*); 0: the
+					 * device's properties decide */
+};
+
+enum rnic_ib_qp_query_conn_attrs {
+	RNIC_IB_ATTR_QUERY_CONN_QP = (1U << UVERBS_ID_NS_SHIFT),
+	RNIC_IB_ATTR_QUERY_CONN_RESP,	/* struct rnic_ib_conn */
+};
+
+#define RNIC_IB_CONN_LIVE	(1u << 0)	/* connected: all below */
+#define RNIC_IB_CONN_CRC	(1u << 1)	/* MPA CRC32c in use */
+#define RNIC_IB_CONN_MARKERS_TX	(1u << 2)	/* we insert MPA markers */
+#define RNIC_IB_CONN_MARKERS_RX	(1u << 3)	/* the peer inserts them */
+#define RNIC_IB_CONN_TERM_RX	(1u << 4)	/* term_rx is valid */
+#define RNIC_IB_CONN_TERM_TX	(1u << 5)	/* term_tx is valid */
+
+/* A Terminate (RFC 5040 §7): its layer, error type and error code. */
+struct rnic_ib_term {
+	__u8 layer;			/* 0 RDMAP, 1 DDP, 2 LLP (MPA) */
+	__u8 etype;
+	__u8 ecode;
+	__u8 rsvd;
+};
+
+struct rnic_ib_conn {
+	__u32 flags;			/* RNIC_IB_CONN_* */
+	__u8 mpa_rev;			/* 1 or 2 */
+	__u8 rtr;			/* RNIC_RTR_* type agreed, 0: none */
+	__u8 peer_rtr;			/* RNIC_RTR_P2P | types offered, when
+					 * the peer's Request asked */
+	__u8 rsvd;
+	__u16 ird, ord;			/* the peer's, RFC 6581 */
+	__u16 pdata_len;
+	__u16 rsvd1;
+	/* The last Terminate the QP received and sent, connected or not. */
+	struct rnic_ib_term term_rx, term_tx;
+	__u8 pdata[512];		/* the peer's MPA private data */
 };
 
 #endif /* RNIC_IB_UAPI_H */

@@ -75,21 +75,35 @@ static int rnic_dealloc_pd(struct ibv_pd *pd)
 	return ret;
 }
 
-static struct ibv_mr *rnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
-				  uint64_t hca_va, int access)
+/* reg_mr with its driver data: @flags RNIC_IB_MR_* (rnicdv_reg_mr). */
+struct ibv_mr *rnic_reg_mr_flags(struct ibv_pd *pd, void *addr, size_t len,
+				 uint64_t hca_va, int access, uint32_t flags)
 {
 	struct ib_uverbs_reg_mr_resp resp;
-	struct ibv_reg_mr cmd;
+	struct {
+		struct ibv_reg_mr ibv;
+		struct rnic_ib_reg_mr_req drv;
+	} cmd = { .drv.flags = flags };
 	struct verbs_mr *vmr = calloc(1, sizeof(*vmr));
+	int err;
 
 	if (!vmr)
 		return NULL;
-	if (ibv_cmd_reg_mr(pd, addr, len, hca_va, access, vmr, &cmd,
-			   sizeof(cmd), &resp, sizeof(resp))) {
+	err = ibv_cmd_reg_mr(pd, addr, len, hca_va, access, vmr, &cmd.ibv,
+			     flags ? sizeof(cmd) : sizeof(cmd.ibv), &resp,
+			     sizeof(resp));
+	if (err) {
 		free(vmr);
+		errno = err;
 		return NULL;
 	}
 	return &vmr->ibv_mr;
+}
+
+static struct ibv_mr *rnic_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+				  uint64_t hca_va, int access)
+{
+	return rnic_reg_mr_flags(pd, addr, len, hca_va, access, 0);
 }
 
 static int rnic_dereg_mr(struct verbs_mr *vmr)
@@ -361,6 +375,13 @@ static const struct verbs_match_ent rnic_match_table[] = {
 	VERBS_PCI_MATCH(RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID, NULL),
 	{}
 };
+
+static const struct verbs_device_ops rnic_dev_ops;
+
+bool rnic_is_ours(struct ibv_device *device)
+{
+	return verbs_get_device(device)->ops == &rnic_dev_ops;
+}
 
 static const struct verbs_device_ops rnic_dev_ops = {
 	.name = "rnic",

@@ -135,8 +135,10 @@ int rnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 int rnic_bind_wqe(const struct ibv_send_wr *wr, struct rnic_sq_wqe *w);
 int rnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		   struct ibv_recv_wr **bad);
+int rnic_post_recv_link(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad, uint32_t linked);
 void rnic_rq_wqe(const struct ibv_recv_wr *wr, struct rnic_rq_wqe *w,
-		 uint32_t tag);
+		 uint32_t tag, uint32_t linked);
 
 struct ibv_srq *rnic_create_srq(struct ibv_pd *pd,
 				struct ibv_srq_init_attr *attr);
@@ -146,6 +148,10 @@ int rnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int rnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		       struct ibv_recv_wr **bad);
 bool rnic_srq_done(struct rnic_srq *srq, uint32_t tag, uint64_t *wr_id);
+
+bool rnic_is_ours(struct ibv_device *device);
+struct ibv_mr *rnic_reg_mr_flags(struct ibv_pd *pd, void *addr, size_t len,
+				 uint64_t hca_va, int access, uint32_t flags);
 
 int rnic_wr_check(uint64_t send_ops_flags);
 void rnic_wr_init(struct rnic_qp *qp, uint64_t send_ops_flags);

@@ -311,14 +311,15 @@ int rnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return err;
 }
 
-/* A receive WQE (RQ or SRQ) whose wr_id is @tag. */
+/* A receive WQE (RQ or SRQ) whose wr_id is @tag; @linked: 0 or an STag. */
 void rnic_rq_wqe(const struct ibv_recv_wr *wr, struct rnic_rq_wqe *w,
-		 uint32_t tag)
+		 uint32_t tag, uint32_t linked)
 {
 	int i;
 
 	memset(w, 0, sizeof(*w));
 	w->wr_id = htole64(tag);
+	w->linked_stag = htole32(linked);
 	w->num_sge = wr->num_sge;
 	for (i = 0; i < wr->num_sge; i++) {
 		w->sge[i].addr = htole64(wr->sg_list[i].addr);
@@ -327,8 +328,9 @@ void rnic_rq_wqe(const struct ibv_recv_wr *wr, struct rnic_rq_wqe *w,
 	}
 }
 
-int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		   struct ibv_recv_wr **bad)
+/* Receives whose use invalidates STag @linked (0: none). */
+int rnic_post_recv_link(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad, uint32_t linked)
 {
 	struct rnic_qp *qp = to_rqp(ibqp);
 	struct rnic_wq *rq = &qp->rq;
@@ -336,8 +338,12 @@ int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t mask, start;
 	int err = 0;
 
-	if (!qp->direct)
+	if (!qp->direct && !linked)
 		return ibv_cmd_post_recv(ibqp, wr, bad);
+	if (!qp->direct) {
+		*bad = wr;
+		return EOPNOTSUPP;	/* the kernel's post_recv has no link */
+	}
 	if (qp->srq) {
 		*bad = wr;
 		return EINVAL;		/* its receives are the SRQ's */
@@ -355,7 +361,7 @@ int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			break;
 		}
 		w = (struct rnic_rq_wqe *)rq->ring + (rq->prod & mask);
-		rnic_rq_wqe(wr, w, rq->prod);
+		rnic_rq_wqe(wr, w, rq->prod, linked);
 		rq->wr_id[rq->prod & mask] = wr->wr_id;
 		rq->prod++;
 	}
@@ -364,4 +370,10 @@ int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (err)
 		*bad = wr;
 	return err;
+}
+
+int rnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad)
+{
+	return rnic_post_recv_link(ibqp, wr, bad, 0);
 }

@@ -132,7 +132,7 @@ int rnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		tag = srq->free[--srq->nfree];
 		srq->wr_id[tag] = wr->wr_id;
 		w = (struct rnic_rq_wqe *)srq->ring + (srq->prod & mask);
-		rnic_rq_wqe(wr, w, tag);
+		rnic_rq_wqe(wr, w, tag, 0);
 		srq->prod++;
 	}
 	if (srq->prod != start) {

@@ -20,6 +20,7 @@
 #include <rdma/uverbs_ioctl.h>
 #include "rnic.h"
 #include "../rnic-ib-uapi.h"
+#include "rnic_ib_dv.h"
 
 struct rnic_ib_dev {
 	struct ib_device ibdev;
@@ -71,6 +72,7 @@ struct rnic_ib_mr {
 	dma_addr_t pbl_dma;
 	u32 max_pages, npages;
 	int access;			/* IB_ACCESS_*, for rereg */
+	u32 flags;			/* RNIC_IB_MR_*, for rereg */
 };
 
 /* A window is the device's alone: ibmw.rkey is the STag it was made with. */
@@ -140,6 +142,10 @@ struct rnic_ib_qp {
 	refcount_t ref;			/* iw_add_ref/iw_rem_ref, and ours */
 	struct completion free;		/* the last reference is gone */
 	struct rnic_ib_cep *cep;	/* under cm_lock */
+	/* Under cm_lock too (rnic_ib_dv.c): */
+	u32 rtr;			/* CONNECT/ACCEPT's rtr byte */
+	u32 term_flags;			/* RNIC_IB_CONN_TERM_* */
+	struct rnic_ib_term term_rx, term_tx;
 };
 
 /* A connection: the device's conn id and the iw_cm_id it reports to. */
@@ -254,7 +260,7 @@ int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad);
 void rnic_ib_rq_wqe(struct rnic_rq_wqe *w, const struct ib_recv_wr *wr,
-		    u32 tag);
+		    u32 tag, u32 linked);
 int rnic_ib_qp_error(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp);
 void rnic_ib_qp_get(struct ib_qp *ibqp);
 void rnic_ib_qp_put(struct ib_qp *ibqp);
@@ -283,6 +289,16 @@ void rnic_ib_cm_qp_gone(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp);
 int rnic_ib_cm_disconnect(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp,
 			  bool abort);
 void rnic_ib_cm_unplug(struct rnic_ib_dev *dev);
+struct rnic_conn_info *rnic_ib_query_conn(struct rnic_ib_dev *dev,
+					  u32 conn_id, u32 qpn,
+					  dma_addr_t *dma,
+					  struct rnic_cmd *out);
+void rnic_ib_info_put(struct rnic_ib_dev *dev, struct rnic_conn_info *info,
+		      dma_addr_t dma);
+
+extern const struct uapi_definition rnic_ib_uapi_defs[];
+void rnic_ib_qp_note_term(struct rnic_ib_qp *qp, bool received, u32 arg0,
+			  u32 arg1);
 
 int rnic_netdev_attach(struct rnic_ib_dev *dev);
 void rnic_netdev_detach(struct rnic_ib_dev *dev);

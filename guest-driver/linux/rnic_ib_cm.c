@@ -151,10 +151,10 @@ static void rnic_ib_pdata_put(struct rnic_ib_dev *dev, struct rnic_ib_pdata *pd)
 }
 
 /* CONNECT, ACCEPT or REJECT with its parameters; returns the conn id. */
-static int rnic_ib_conn_cmd(struct rnic_ib_dev *dev, u8 opcode, u32 qpn,
-			    u32 conn_id, const struct rnic_sockaddr *peer,
-			    u32 ird, u32 ord, const void *pdata, u16 len,
-			    u32 *out_conn)
+static int rnic_ib_conn_cmd(struct rnic_ib_dev *dev, u8 opcode,
+			    struct rnic_ib_qp *qp, u32 conn_id,
+			    const struct rnic_sockaddr *peer, u32 ird, u32 ord,
+			    const void *pdata, u16 len, u32 *out_conn)
 {
 	const struct rnic_device_attr *a = &dev->rdev->attr;
 	union {
@@ -170,14 +170,15 @@ static int rnic_ib_conn_cmd(struct rnic_ib_dev *dev, u8 opcode, u32 qpn,
 	if (err)
 		return err;
 	if (opcode == RNIC_CMD_CONNECT) {
-		p.connect.qpn = cpu_to_le32(qpn);
+		p.connect.qpn = cpu_to_le32(qp->qpn);
 		p.connect.peer = *peer;
 		param = &p.connect.param;
 	} else {
 		p.accept.conn_id = cpu_to_le32(conn_id);
-		p.accept.qpn = cpu_to_le32(qpn);
+		p.accept.qpn = cpu_to_le32(qp ? qp->qpn : 0);
 		param = &p.accept.param;
 	}
+	param->rtr = qp ? qp->rtr : 0;
 	param->ird = cpu_to_le16(min_t(u32, ird, le32_to_cpu(a->max_ird)));
 	param->ord = cpu_to_le16(min_t(u32, ord, le32_to_cpu(a->max_ord)));
 	param->pdata_len = cpu_to_le16(len);
@@ -241,7 +242,7 @@ int rnic_ib_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 		goto out;
 	}
 	rnic_ib_cep_bind(cep, cm_id, qp);
-	err = rnic_ib_conn_cmd(dev, RNIC_CMD_CONNECT, qp->qpn, 0, &peer,
+	err = rnic_ib_conn_cmd(dev, RNIC_CMD_CONNECT, qp, 0, &peer,
 			       param->ird, param->ord, param->private_data,
 			       param->private_data_len, &cep->conn_id);
 	if (!err)
@@ -274,14 +275,14 @@ int rnic_ib_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *param)
 	}
 	rnic_ib_cep_bind(cep, cm_id, qp);
 	cep->state = RNIC_CEP_ACCEPTING;
-	err = rnic_ib_conn_cmd(dev, RNIC_CMD_ACCEPT, qp->qpn, cep->conn_id,
+	err = rnic_ib_conn_cmd(dev, RNIC_CMD_ACCEPT, qp, cep->conn_id,
 			       NULL, param->ird, param->ord,
 			       param->private_data, param->private_data_len,
 			       NULL);
 	if (err) {
 		/* No event follows a failed accept; the peer is refused. */
 		rnic_ib_cep_unbind(cep);
-		rnic_ib_conn_cmd(dev, RNIC_CMD_REJECT, 0, cep->conn_id, NULL,
+		rnic_ib_conn_cmd(dev, RNIC_CMD_REJECT, NULL, cep->conn_id, NULL,
 				 0, 0, NULL, 0, NULL);
 		xa_erase(&dev->ceps, cep->conn_id);
 		kfree(cep);
@@ -298,7 +299,7 @@ int rnic_ib_reject(struct iw_cm_id *cm_id, const void *pdata, u8 len)
 	int err;
 
 	mutex_lock(&dev->cm_lock);
-	err = rnic_ib_conn_cmd(dev, RNIC_CMD_REJECT, 0, cep->conn_id, NULL,
+	err = rnic_ib_conn_cmd(dev, RNIC_CMD_REJECT, NULL, cep->conn_id, NULL,
 			       0, 0, pdata, len, NULL);
 	xa_erase(&dev->ceps, cep->conn_id);
 	kfree(cep);
@@ -491,11 +492,13 @@ int rnic_ib_destroy_listen(struct iw_cm_id *cm_id)
 /*
  * QUERY_CONN: the peer's address, its IRD/ORD and private data of
  * connection @conn_id; @qpn (0: none) also finds one that ended in a
- * Reject, whose private data stays until the QP's next CONNECT.
+ * Reject, whose private data stays until the QP's next CONNECT.  @out
+ * (or NULL): the command as the device completed it (rtr, flags).
  */
-static struct rnic_conn_info *rnic_ib_query_conn(struct rnic_ib_dev *dev,
-						 u32 conn_id, u32 qpn,
-						 dma_addr_t *dma)
+struct rnic_conn_info *rnic_ib_query_conn(struct rnic_ib_dev *dev,
+					  u32 conn_id, u32 qpn,
+					  dma_addr_t *dma,
+					  struct rnic_cmd *out)
 {
 	struct rnic_cmd_query_conn p = {
 		.conn_id = cpu_to_le32(conn_id),
@@ -508,7 +511,7 @@ static struct rnic_conn_info *rnic_ib_query_conn(struct rnic_ib_dev *dev,
 	if (!info)
 		return NULL;
 	p.info_addr = cpu_to_le64(*dma);
-	if (rnic_ib_cmd(dev, RNIC_CMD_QUERY_CONN, &p, sizeof(p), NULL)) {
+	if (rnic_ib_cmd(dev, RNIC_CMD_QUERY_CONN, &p, sizeof(p), out)) {
 		dma_free_coherent(&dev->rdev->pdev->dev, RNIC_CONN_INFO_SIZE,
 				  info, *dma);
 		return NULL;
@@ -516,8 +519,8 @@ static struct rnic_conn_info *rnic_ib_query_conn(struct rnic_ib_dev *dev,
 	return info;
 }
 
-static void rnic_ib_info_put(struct rnic_ib_dev *dev,
-			     struct rnic_conn_info *info, dma_addr_t dma)
+void rnic_ib_info_put(struct rnic_ib_dev *dev, struct rnic_conn_info *info,
+		      dma_addr_t dma)
 {
 	dma_free_coherent(&dev->rdev->pdev->dev, RNIC_CONN_INFO_SIZE, info,
 			  dma);
@@ -538,7 +541,7 @@ static void rnic_ib_conn_request(struct rnic_ib_dev *dev, u32 conn_id,
 	 */
 	if (!lep)
 		return;
-	info = rnic_ib_query_conn(dev, conn_id, 0, &dma);
+	info = rnic_ib_query_conn(dev, conn_id, 0, &dma, NULL);
 	if (!info)
 		goto refuse;
 	cep = kzalloc(sizeof(*cep), GFP_KERNEL);
@@ -561,7 +564,7 @@ static void rnic_ib_conn_request(struct rnic_ib_dev *dev, u32 conn_id,
 	return;
 
 refuse:
-	rnic_ib_conn_cmd(dev, RNIC_CMD_REJECT, 0, conn_id, NULL, 0, 0, NULL, 0,
+	rnic_ib_conn_cmd(dev, RNIC_CMD_REJECT, NULL, conn_id, NULL, 0, 0, NULL, 0,
 			 NULL);
 }
 
@@ -582,7 +585,7 @@ static void rnic_ib_conn_established(struct rnic_ib_dev *dev,
 		return;
 	cep->state = RNIC_CEP_ESTABLISHED;
 	/* The responder's private data and IRD/ORD, from its MPA Reply. */
-	info = rnic_ib_query_conn(dev, cep->conn_id, 0, &dma);
+	info = rnic_ib_query_conn(dev, cep->conn_id, 0, &dma, NULL);
 	if (info) {
 		cep->ird = min_t(u16, le16_to_cpu(info->ird), U8_MAX);
 		cep->ord = min_t(u16, le16_to_cpu(info->ord), U8_MAX);
@@ -635,7 +638,7 @@ static void rnic_ib_conn_rejected(struct rnic_ib_dev *dev,
 {
 	dma_addr_t dma;
 	struct rnic_conn_info *info = rnic_ib_query_conn(dev, cep->conn_id,
-							 qpn, &dma);
+							 qpn, &dma, NULL);
 
 	rnic_ib_cep_last(dev, cep, IW_CM_EVENT_CONNECT_REPLY, -ECONNREFUSED,
 			 info);
@@ -675,9 +678,14 @@ void rnic_ib_cm_event(struct rnic_ib_dev *dev, const struct rnic_event *ev)
 		if (cep)
 			rnic_ib_conn_end(dev, cep, -ECONNRESET);
 		break;
-	case RNIC_EV_QP_ERROR:
 	case RNIC_EV_TERM_RECEIVED:
 	case RNIC_EV_TERM_SENT:
+		if (qp)
+			rnic_ib_qp_note_term(qp,
+					     ev->type == RNIC_EV_TERM_RECEIVED,
+					     arg0, le32_to_cpu(ev->arg1));
+		fallthrough;
+	case RNIC_EV_QP_ERROR:
 		rnic_ib_qp_async(dev, id, IB_EVENT_QP_FATAL);
 		break;
 	}

@@ -315,6 +315,7 @@ static void rnic_ib_setup(struct rnic_ib_dev *dev)
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV);
 	ibdev->dev.parent = &dev->rdev->pdev->dev;
 	ib_set_device_ops(ibdev, &rnic_ib_ops);
+	ibdev->driver_def = rnic_ib_uapi_defs;	/* rnic_ib_dv.c */
 }
 
 int rnic_ib_register(struct rnic_dev *rdev)

@@ -56,7 +56,7 @@ static u32 rnic_ib_access(int acc)
 static int rnic_ib_reg(struct rnic_ib_dev *dev, struct rnic_ib_pd *pd,
 		       struct rnic_ib_mr *mr, __le64 *pbl, dma_addr_t pbl_dma,
 		       u32 npages, u8 shift, u64 iova, u64 len, u32 offset,
-		       int acc)
+		       int acc, u32 mr_flags)
 {
 	struct rnic_cmd_reg_mr p = { };
 	struct rnic_cmd cmd;
@@ -71,8 +71,14 @@ static int rnic_ib_reg(struct rnic_ib_dev *dev, struct rnic_ib_pd *pd,
 	p.first_byte_offset = cpu_to_le32(offset);
 	p.page_shift = shift;
 	p.key = atomic_inc_return(&dev->next_key) & 0xff;
-	/* Verbs MRs are persistent and only MWs are remotely invalidated. */
-	p.policy = RNIC_MR_POLICY_PERSISTENT | RNIC_MR_NO_REMOTE_INV;
+	/*
+	 * Verbs MRs are persistent and only MWs are remotely invalidated,
+	 * unless rnicdv_reg_mr asked otherwise.
+	 */
+	p.policy = mr_flags & RNIC_IB_MR_ONE_SHOT ? RNIC_MR_POLICY_ONE_SHOT :
+		   RNIC_MR_POLICY_PERSISTENT;
+	if (!(mr_flags & RNIC_IB_MR_REMOTE_INV))
+		p.policy |= RNIC_MR_NO_REMOTE_INV;
 	err = rnic_ib_cmd(dev, RNIC_CMD_REG_MR, &p, sizeof(p), &cmd);
 	if (err)
 		return err;
@@ -80,6 +86,7 @@ static int rnic_ib_reg(struct rnic_ib_dev *dev, struct rnic_ib_pd *pd,
 	mr->ibmr.lkey = mr->stag;
 	mr->ibmr.rkey = mr->stag;
 	mr->access = acc;
+	mr->flags = mr_flags;
 	return 0;
 }
 
@@ -205,8 +212,10 @@ int rnic_ib_fast_reg_wqe(const struct ib_reg_wr *wr, struct rnic_sq_wqe *w)
 	return 0;
 }
 
-struct ib_mr *rnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				  u64 virt, int access, struct ib_udata *udata)
+/* A user region of @flags (RNIC_IB_MR_*). */
+static struct ib_mr *rnic_ib_reg_umr(struct ib_pd *ibpd, u64 start,
+				     u64 length, u64 virt, int access,
+				     u32 flags)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibpd->device);
 	struct device *dma = &dev->rdev->pdev->dev;
@@ -239,7 +248,8 @@ struct ib_mr *rnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		if (i < npages)
 			pbl[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
 	err = rnic_ib_reg(dev, to_rpd(ibpd), mr, pbl, pbl_dma, npages,
-			  PAGE_SHIFT, virt, length, start & ~PAGE_MASK, access);
+			  PAGE_SHIFT, virt, length, start & ~PAGE_MASK, access,
+			  flags);
 	dma_free_coherent(dma, npages * sizeof(*pbl), pbl, pbl_dma);
 	if (err)
 		goto err_umem;
@@ -253,6 +263,23 @@ err_umem:
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);
+}
+
+struct ib_mr *rnic_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				  u64 virt, int access, struct ib_udata *udata)
+{
+	struct rnic_ib_reg_mr_req req = { };
+	int err;
+
+	if (udata && udata->inlen) {
+		err = ib_copy_from_udata(&req, udata,
+					 min(udata->inlen, sizeof(req)));
+		if (err)
+			return ERR_PTR(err);
+		if (req.flags & ~(RNIC_IB_MR_ONE_SHOT | RNIC_IB_MR_REMOTE_INV))
+			return ERR_PTR(-EINVAL);
+	}
+	return rnic_ib_reg_umr(ibpd, start, length, virt, access, req.flags);
 }
 
 int rnic_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -297,7 +324,7 @@ struct ib_mr *rnic_ib_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		access = mr->access;
 	if (!(flags & IB_MR_REREG_PD))
 		ibpd = ibmr->pd;
-	return rnic_ib_reg_user_mr(ibpd, start, length, virt, access, udata);
+	return rnic_ib_reg_umr(ibpd, start, length, virt, access, mr->flags);
 }
 
 int rnic_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)

@@ -501,14 +501,18 @@ int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	return err;
 }
 
-/* A receive WQE (RQ or SRQ) whose wr_id is the driver's @tag. */
+/*
+ * A receive WQE (RQ or SRQ) whose wr_id is the driver's @tag; its use
+ * invalidates STag @linked (0: none).
+ */
 void rnic_ib_rq_wqe(struct rnic_rq_wqe *w, const struct ib_recv_wr *wr,
-		    u32 tag)
+		    u32 tag, u32 linked)
 {
 	int i;
 
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cpu_to_le64(tag);
+	w->linked_stag = cpu_to_le32(linked);
 	w->num_sge = wr->num_sge;
 	for (i = 0; i < wr->num_sge; i++) {
 		w->sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
@@ -517,8 +521,9 @@ void rnic_ib_rq_wqe(struct rnic_rq_wqe *w, const struct ib_recv_wr *wr,
 	}
 }
 
-int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		      const struct ib_recv_wr **bad)
+static int rnic_ib_post_recv_link(struct ib_qp *ibqp,
+				  const struct ib_recv_wr *wr,
+				  const struct ib_recv_wr **bad, u32 linked)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
 	struct rnic_ib_qp *qp = to_rqp(ibqp);
@@ -544,7 +549,7 @@ int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 			break;
 		}
 		w = (struct rnic_rq_wqe *)qp->rq.va + (qp->rq_prod & mask);
-		rnic_ib_rq_wqe(w, wr, qp->rq_prod);
+		rnic_ib_rq_wqe(w, wr, qp->rq_prod, linked);
 		qp->rq_wr_id[qp->rq_prod & mask] = wr->wr_id;
 		qp->rq_prod++;
 	}
@@ -556,6 +561,28 @@ int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad = wr;
 	return err;
 }
+
+int rnic_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		      const struct ib_recv_wr **bad)
+{
+	return rnic_ib_post_recv_link(ibqp, wr, bad, 0);
+}
+
+/*
+ * One receive whose use invalidates @stag (an MR's or MW's; docs/spec.md
+ * "Receive-linked STags"): the STag is good until a message lands here.
+ */
+int rnic_ib_post_recv_linked(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			     u32 stag, const struct ib_recv_wr **bad)
+{
+	if (wr->next || !stag) {
+		if (bad)
+			*bad = wr;
+		return -EINVAL;
+	}
+	return rnic_ib_post_recv_link(ibqp, wr, bad, stag);
+}
+EXPORT_SYMBOL_GPL(rnic_ib_post_recv_linked);
 
 /* An asynchronous event for the QP's consumer (from the event work). */
 void rnic_ib_qp_async(struct rnic_ib_dev *dev, u32 qpn,

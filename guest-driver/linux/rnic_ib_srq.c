@@ -164,7 +164,7 @@ int rnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		tag = srq->free[--srq->nfree];
 		srq->wr_id[tag] = wr->wr_id;
 		rnic_ib_rq_wqe((struct rnic_rq_wqe *)srq->ring.va +
-			       (srq->prod & mask), wr, tag);
+			       (srq->prod & mask), wr, tag, 0);
 		srq->prod++;
 	}
 	if (srq->prod != start)

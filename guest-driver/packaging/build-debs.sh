@@ -7,7 +7,9 @@
 #               on install and again on every kernel upgrade
 #   librnic     the libibverbs provider and its .driver file, loaded by
 #               the distribution's own rdma-core (provider ABI 34:
-#               Debian 12's libibverbs 44.0 and Debian 13's 56.1)
+#               Debian 12's libibverbs 44.0 and Debian 13's 56.1); the
+#               provider is librnic.so.1, which programs using rnic's own
+#               verbs link (infiniband/rnicdv.h, -lrnic)
 # Plain dpkg-deb, no debhelper: the packages are small and their layout
 # is spelled out here.  librnic is built as the e2e scenarios build it
 # (tests/e2e/lib/librnic.sh, inside rdma-core's source).
@@ -133,7 +135,9 @@ dkms_stage() {
 
 # librnic: the provider from rdma-core's tree, stripped as Debian strips
 # shared objects, and without the build tree's RUNPATH (libibverbs.so.1
-# is on the loader's path in the VM).
+# is on the loader's path in the VM).  One file, librnic.so.1, is both
+# the provider libibverbs loads (through a symlink) and the library
+# rnicdv.h's programs link: one copy in a process.
 librnic_stage() {
     local root=$1 multiarch so arch libc
     . "$E2E_LIB/initramfs.sh"
@@ -146,10 +150,15 @@ librnic_stage() {
     multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)
     [ "$multiarch" = "$E2E_MULTIARCH" ] ||
         die "host multiarch ${multiarch:-?} is not the guests' $E2E_MULTIARCH"
-    so=$root/usr/lib/$multiarch/libibverbs/librnic-rdmav34.so
+    so=$root/usr/lib/$multiarch/librnic.so.1
     install -D -m 0644 "$E2E_LIBRNIC" "$so"
     patchelf --remove-rpath "$so"
     strip --strip-unneeded --remove-section=.comment --remove-section=.note "$so"
+    mkdir -p "$root/usr/lib/$multiarch/libibverbs"
+    ln -s ../librnic.so.1 "$root/usr/lib/$multiarch/libibverbs/librnic-rdmav34.so"
+    ln -s librnic.so.1 "$root/usr/lib/$multiarch/librnic.so"
+    install -D -m 0644 "$top/guest-driver/librnic/rnicdv.h" \
+        "$root/usr/include/infiniband/rnicdv.h"
     install -D -m 0644 "$top/guest-driver/librnic/rnic.driver" \
         "$root/etc/libibverbs.d/rnic.driver"
     # Files under /etc are the administrator's: dpkg keeps their edits.
@@ -168,7 +177,8 @@ librnic_stage() {
         " rnic is a PCI device for QEMU (-device rnic) that behaves like an" \
         " iWARP RDMA NIC.  This package has its userspace driver for" \
         " libibverbs (provider ABI 34), so that the distribution's rdma-core" \
-        " tools and applications use the device: rdma_cm, rping, perftest."
+        " tools and applications use the device: rdma_cm, rping, perftest;" \
+        " and rnic's own verbs (infiniband/rnicdv.h, -lrnic)."
 }
 
 version=$(debs_version)

@@ -687,9 +687,11 @@ uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
         p->rtr = c->mpa.result.rtr;
         p->peer_rtr = c->mpa.peer.p2p && !c->mpa.peer.reply ?
                       RNIC_RTR_P2P | c->mpa.peer.rtr : 0;
+        p->flags = (c->mpa.result.markers_tx ? RNIC_CONN_MARKERS_TX : 0) |
+                   (c->mpa.result.markers_rx ? RNIC_CONN_MARKERS_RX : 0);
     } else if (qp && qp->rejected && qp->rejected_conn == id) {
         info = *qp->rejected;           /* the peer's Reject, kept */
-        p->rtr = p->peer_rtr = 0;
+        p->rtr = p->peer_rtr = p->flags = 0;
     } else {
         return rnic_cmd_fail("QUERY_CONN", RNIC_CMD_ERR_HANDLE,
                              "conn_id or qpn: no such connection");

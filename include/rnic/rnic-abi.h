@@ -74,7 +74,7 @@
 
 #define RNIC_ID_MAGIC           0x43494e52u     /* "RNIC" in memory order */
 #define RNIC_ABI_MAJOR          1   /* docs/spec.md "ABI versions" */
-#define RNIC_ABI_MINOR          1
+#define RNIC_ABI_MINOR          2
 #define RNIC_VERSION_VALUE      ((RNIC_ABI_MAJOR << 16) | RNIC_ABI_MINOR)
 
 #define RNIC_STATUS_READY       (1u << 0)   /* enabled, rings accepted */
@@ -402,7 +402,8 @@ struct rnic_cmd_query_conn {        /* QUERY_CONN */
     uint8_t  rtr;                   /* out: the RTR type agreed, 0: none */
     uint8_t  peer_rtr;              /* out: RNIC_RTR_P2P | types the peer
                                      * offered, if it asked (Request) */
-    uint16_t rsvd;
+    uint8_t  flags;                 /* out: RNIC_CONN_* */
+    uint8_t  rsvd;
     uint64_t info_addr;             /* in: guest buffer for a struct
                                      * rnic_conn_info, RNIC_CONN_INFO_SIZE */
     /* in: the QP of a connection that ended in CONN_REJECTED; its peer's
@@ -411,6 +412,10 @@ struct rnic_cmd_query_conn {        /* QUERY_CONN */
     uint32_t qpn;
     uint32_t rsvd1;
 };
+
+/* QUERY_CONN's flags: MPA markers as agreed, each direction (ABI 1.2). */
+#define RNIC_CONN_MARKERS_TX        (1u << 0)   /* we insert them */
+#define RNIC_CONN_MARKERS_RX        (1u << 1)   /* the peer inserts them */
 
 /* RFC 5044 §7.1: private data in an MPA Request or Reply, at most. */
 #define RNIC_MPA_PDATA_MAX          512

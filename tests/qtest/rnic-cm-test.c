@@ -19,6 +19,7 @@
 #define MPA_FLAG_R  0x20
 #define MPA_FLAG_C  0x40
 #define MPA_FLAG_ENHANCED 0x10
+#define MPA_FLAG_M  0x80
 #define MPA_HDR     20
 
 typedef struct CmTest {
@@ -237,6 +238,48 @@ static void test_passive_accept(void)
     g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
     close(fd);
     rnic_test_stop(&c.t);
+}
+
+/*
+ * QUERY_CONN's flags say which directions carry MPA markers: each side's
+ * M bit asks the other for them.  Without mpa-markers the device asks for
+ * none, and refuses a peer that asks (tested in the core's unit tests).
+ */
+static void conn_markers(const char *props, uint8_t req_flags, uint8_t want)
+{
+    uint8_t frame[600];
+    struct rnic_cmd_query_conn q;
+    struct rnic_event ev;
+    uint16_t port;
+    CmTest c;
+    int fd;
+
+    cm_start(&c, props);
+    cm_listen(&c, &port);
+    fd = rnic_tcp_connect(port, 0);
+    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, req_flags,
+                                               1, 1, "")), >, 0);
+    rnic_wait_event(&c.t, &ev);
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    cm_accept(&c, fd, ev.id);
+    q = (struct rnic_cmd_query_conn) {
+        .conn_id = ev.id,
+        .flags = 0xff,
+        .info_addr = cpu_to_le64(guest_alloc(c.t.alloc, RNIC_CONN_INFO_SIZE)),
+    };
+    q = *(struct rnic_cmd_query_conn *)
+        rnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q)).u.raw;
+    g_assert_cmphex(q.flags, ==, want);
+    close(fd);
+    rnic_test_stop(&c.t);
+}
+
+static void test_conn_markers(void)
+{
+    conn_markers(NULL, 0, 0);
+    conn_markers(",mpa-markers=on", 0, RNIC_CONN_MARKERS_RX);
+    conn_markers(",mpa-markers=on", MPA_FLAG_M,
+                 RNIC_CONN_MARKERS_TX | RNIC_CONN_MARKERS_RX);
 }
 
 /* The guest rejects: the peer gets a Reply with R set and the reason. */
@@ -1103,6 +1146,7 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/cm/listen-policy", test_listen_policy);
     rnic_test_add_both("/rnic/cm/passive-accept", test_passive_accept);
     rnic_test_add_both("/rnic/cm/passive-reject", test_passive_reject);
+    rnic_test_add_both("/rnic/cm/conn-markers", test_conn_markers);
     rnic_test_add_both("/rnic/cm/passive-garbage", test_passive_garbage);
     rnic_test_add_both("/rnic/cm/active-connect", test_active_connect);
     rnic_test_add_both("/rnic/cm/query-before-mpa", test_query_before_mpa);

@@ -166,7 +166,7 @@ static void test_query_device(void)
 }
 
 /*
- * VERSION is 1.1 (a 0.x driver, which checks the major, refuses the 1.x
+ * VERSION is 1.2 (a 0.x driver, which checks the major, refuses the 1.x
  * command layouts rather than misreading them); QUERY_DEVICE's mac (QEMU's
  * default scheme, or the property) and max_fast_reg_pages.
  */
@@ -177,10 +177,10 @@ static void test_abi_version(void)
     struct rnic_device_attr attr;
     RnicTest t;
 
-    g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00010001);
+    g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00010002);
     for (int i = 0; i < 2; i++) {
         rnic_test_start(&t, i ? ",mac=02:00:00:ab:cd:ef" : "");
-        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00010001);
+        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00010002);
         rnic_test_enable(&t);
         q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
         rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));

@@ -106,7 +106,8 @@ static void commands(void)
            F(rnic_cmd_disconnect, flags));
     LAYOUT(rnic_cmd_query_conn, F(rnic_cmd_query_conn, conn_id),
            F(rnic_cmd_query_conn, rtr), F(rnic_cmd_query_conn, peer_rtr),
-           F(rnic_cmd_query_conn, rsvd), F(rnic_cmd_query_conn, info_addr),
+           F(rnic_cmd_query_conn, flags), F(rnic_cmd_query_conn, rsvd),
+           F(rnic_cmd_query_conn, info_addr),
            F(rnic_cmd_query_conn, qpn), F(rnic_cmd_query_conn, rsvd1));
 }
 

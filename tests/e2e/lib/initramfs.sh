@@ -15,6 +15,7 @@
 #     -b  a statically linked program built here, installed in /usr/bin
 #     -a  SRC=DST: a file built here (a provider), installed at DST, with
 #         its shared libraries when it is an ELF file
+#     -l  TARGET=LINK: a symbolic link
 # TEST, on standard input, is the guest's test: busybox sh run by /init
 # after guest-lib.sh has set the guest up (e2e_setup).
 #
@@ -56,6 +57,8 @@ e2e_stage_libs() {
     local path=$u/lib/$E2E_MULTIARCH:$u/usr/lib/$E2E_MULTIARCH
     local out
     out=$(LD_LIBRARY_PATH=$path ldd "$file") || e2e_die "ldd $file failed"
+    # librnic is built here, and staged by e2e_rnic_verbs_initramfs.
+    out=$(grep -v '^[[:space:]]*librnic\.so\.1 ' <<<"$out")
     grep -q 'not found' <<<"$out" && e2e_die "$file: $(grep 'not found' <<<"$out")"
     for lib in $(awk '/=>/ { print $3; next } /^\t\// { print $1 }' <<<"$out") \
                "$u/lib/$E2E_MULTIARCH/libgcc_s.so.1"; do
@@ -80,7 +83,7 @@ e2e_initramfs() {
         '. /lib/e2e/test.sh' >"$stage/init"
     chmod 0755 "$stage/init"
 
-    while getopts m:k:f:b:a:d: opt; do
+    while getopts m:k:f:b:a:d:l: opt; do
         arg=$OPTARG
         case $opt in
         m) mods+=("$arg") ;;
@@ -96,6 +99,8 @@ e2e_initramfs() {
         f) e2e_stage_file "$stage" "$E2E_USERLAND$arg" "$arg"
            [ "$(head -c 4 "$E2E_USERLAND$arg" | tail -c 3)" != ELF ] ||
                e2e_stage_libs "$stage" "$E2E_USERLAND$arg" ;;
+        l) mkdir -p "$stage$(dirname "${arg#*=}")"
+           ln -sf "${arg%%=*}" "$stage${arg#*=}" ;;
         d) mkdir -p "$stage$(dirname "$arg")"
            cp -rL "$E2E_USERLAND$arg" "$stage$(dirname "$arg")/"
            while IFS= read -r f; do

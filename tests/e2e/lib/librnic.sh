@@ -25,7 +25,9 @@
 # .dsc, so the upstream tarball is fetched alone (--tar-only) and
 # unpacked: Debian's 56.1-1 patches touch only the mana provider.
 # E2E_RDMA_CORE_SRC=DIR uses an unpacked rdma-core tree of a provider ABI
-# 34 version instead.  Sets E2E_LIBRNIC and E2E_VERBS_BIN.
+# 34 version instead.  Sets E2E_LIBRNIC (librnic.so.1: the provider, which
+# programs using rnicdv.h link too), E2E_RNICDV_INC (where
+# infiniband/rnicdv.h is) and E2E_VERBS_BIN.
 
 E2E_RDMA_CORE_VER=56.1-1
 E2E_RDMA_CORE_TAR=rdma-core_56.1.orig.tar.gz
@@ -59,7 +61,8 @@ e2e_librnic_build() {
     bld=$E2E_OUT/rdma-core/build-$tag
     abi=$E2E_OUT/rdma-core/guest-dev
     prov=$src/providers/rnic
-    E2E_LIBRNIC=$bld/lib/librnic-rdmav34.so
+    E2E_LIBRNIC=$bld/lib/librnic.so.1
+    E2E_RNICDV_INC=$bld/rnicdv-include
     if [ ! -f "$src/CMakeLists.txt" ]; then
         rm -rf "$src" "$bld"
         mkdir -p "$src"
@@ -75,6 +78,10 @@ e2e_librnic_build() {
     mkdir -p "$prov"
     cp -u "$E2E_TOP"/guest-driver/librnic/* "$E2E_TOP/include/rnic/rnic-abi.h" \
         "$E2E_TOP/guest-driver/rnic-ib-uapi.h" "$prov/"
+    # An earlier layout's build: the provider was a module then.
+    if [ -f "$bld/build.ninja" ] && ! grep -q 'librnic\.so' "$bld/build.ninja"; then
+        rm -rf "$bld"
+    fi
     grep -q '^add_subdirectory(providers/rnic)$' "$src/CMakeLists.txt" ||
         sed -i 's|^add_subdirectory(providers/rxe)$|add_subdirectory(providers/rnic)\n&|' \
             "$src/CMakeLists.txt"
@@ -86,24 +93,29 @@ e2e_librnic_build() {
             -DRNIC_GUEST_INCLUDE="$abi/usr/include" "$src" >&2) ||
             e2e_die "cmake of rdma-core failed in $bld"
     fi
-    ninja -C "$bld" lib/librnic-rdmav34.so >&2 ||
+    ninja -C "$bld" rnic >&2 ||
         e2e_die "librnic did not build (in $bld)"
+    # rnicdv.h alone, so that test programs take every other header from
+    # the guests' libibverbs-dev.
+    mkdir -p "$E2E_RNICDV_INC/infiniband"
+    cp -u "$prov/rnicdv.h" "$E2E_RNICDV_INC/infiniband/"
     e2e_verbs_check_build "$abi/usr/include"
 }
 
-# tests/e2e/verbs-*.c (verbs-abi-check, verbs-wr-check) against the
+# tests/e2e/verbs-*.c (verbs-abi-check, verbs-wr-check, ...) against the
 # guests' libibverbs and librdmacm (headers in INCLUDE, the libraries of
-# the unpacked guest root), into $E2E_VERBS_BIN.
+# the unpacked guest root) and librnic, into $E2E_VERBS_BIN.
 e2e_verbs_check_build() {
     local lib=$E2E_USERLAND/usr/lib/$E2E_MULTIARCH c out
     E2E_VERBS_BIN=$E2E_OUT/rdma-core/bin
     mkdir -p "$E2E_VERBS_BIN"
     for c in "$E2E_TOP"/tests/e2e/verbs-*.c; do
         out=$E2E_VERBS_BIN/$(basename "$c" .c)
-        [ -f "$out" ] && [ "$out" -nt "$c" ] && continue
-        gcc -O2 -Wall -Wextra -Werror -I"$1" -I"$E2E_TOP/include" \
-            -o "$out" "$c" \
-            "$lib/librdmacm.so.1" "$lib/libibverbs.so.1" \
+        [ -f "$out" ] && [ "$out" -nt "$c" ] && [ "$out" -nt "$E2E_LIBRNIC" ] &&
+            continue
+        gcc -O2 -Wall -Wextra -Werror -I"$1" -I"$E2E_RNICDV_INC" \
+            -I"$E2E_TOP/include" -o "$out" "$c" -Wl,--as-needed \
+            "$lib/librdmacm.so.1" "$lib/libibverbs.so.1" "$E2E_LIBRNIC" \
             -Wl,-rpath-link="$lib:$E2E_USERLAND/lib/$E2E_MULTIARCH" >&2 ||
             e2e_die "$(basename "$c") did not build"
     done

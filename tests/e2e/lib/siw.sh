@@ -57,11 +57,13 @@ e2e_rnic_verbs_initramfs() {
     e2e_initramfs_args "$@"
     e2e_initramfs "$out" -k "$E2E_RNIC_KO" -m rdma_ucm -m ib_uverbs \
         -m iw_cm -f /usr/bin/rdma \
-        -a "$E2E_LIBRNIC=/usr/lib/$E2E_MULTIARCH/libibverbs/librnic-rdmav34.so" \
+        -a "$E2E_LIBRNIC=/usr/lib/$E2E_MULTIARCH/librnic.so.1" \
+        -l "../librnic.so.1=/usr/lib/$E2E_MULTIARCH/libibverbs/librnic-rdmav34.so" \
         -a "$E2E_TOP/guest-driver/librnic/rnic.driver=/etc/libibverbs.d/rnic.driver" \
         -a "$E2E_VERBS_BIN/verbs-abi-check=/usr/bin/verbs-abi-check" \
         -a "$E2E_VERBS_BIN/verbs-wr-check=/usr/bin/verbs-wr-check" \
         -a "$E2E_VERBS_BIN/verbs-event-check=/usr/bin/verbs-event-check" \
+        -a "$E2E_VERBS_BIN/verbs-ops=/usr/bin/verbs-ops" \
         ${args[@]+"${args[@]}"}
 }
 
