@@ -50,7 +50,7 @@ guest-driver:
 check-driver:
 	@bash tests/driver/check-build.sh
 
-# Two guests with -device rnic doing RDMA through rnic.ko and rnic-tool,
+# Two guests with -device rnic doing RDMA through rnic.ko and verbs-ops,
 # told in a few lines: operations, bytes, bandwidth, latency.
 demo: qemu e2e-prep
 	bash $(E2E_DIR)/demo.sh

@@ -4,21 +4,16 @@
  *
  * rnic_main.c binds the PCI function, brings the device up and down and
  * keeps the rings' DMA memory; rnic_cmd.c owns the command queue,
- * rnic_eq.c the event queue.  Both
- * queues are signalled on MSI-X vector RNIC_MSIX_VEC_ADMIN.  rnic_uverbs.c
- * is the character device /dev/rnicN through which user programs own PDs,
- * MRs, CQs, QPs, listeners and connections (guest-driver/rnic-uapi.h).
+ * rnic_eq.c the event queue.  Both queues are signalled on MSI-X vector
+ * RNIC_MSIX_VEC_ADMIN.  The ib_device (rnic_ib_*.c) is the only interface
+ * to the rest of the kernel and to user space.
  */
 #ifndef RNIC_DRV_H
 #define RNIC_DRV_H
 
 #include <linux/completion.h>
-#include <linux/kref.h>
-#include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
-#include <linux/wait.h>
-#include <linux/xarray.h>
 #include <rnic/rnic-abi.h>
 
 #define RNIC_DRV_NAME		"rnic"
@@ -56,24 +51,7 @@ struct rnic_dev {
 	struct rnic_cmdq cmdq;
 	struct rnic_eq eq;
 	struct rnic_device_attr attr;	/* from QUERY_DEVICE, little-endian */
-
-	/* The character device and the open files (rnic_uverbs.c). */
-	struct kref ref;		/* probe, and each open file */
-	int index;			/* N of /dev/rnicN */
-	char name[16];
-	struct miscdevice misc;
-	bool misc_registered;
-	bool dead;			/* removed, or FATAL: no more commands */
-	struct mutex ctxs_lock;		/* ctxs */
-	struct list_head ctxs;
-	/*
-	 * Which open file owns a QP, CQ, listener or connection, for events
-	 * routed from the admin interrupt.  Lookups under route_lock; a file
-	 * that goes away takes route_lock once after erasing its entries.
-	 */
-	spinlock_t route_lock;
-	struct xarray qp_owner, cq_owner, lis_owner, conn_owner;
-	wait_queue_head_t cq_wait;	/* any CQ vector fired */
+	bool dead;			/* removed: no more commands */
 	atomic_t next_vector;		/* CQ vectors, round robin */
 	struct rnic_ib_dev *ib;		/* the ib_device (rnic_ib_main.c) */
 	struct rnic_vec {		/* request_irq() data of CQ vectors */
@@ -119,12 +97,6 @@ const char *rnic_cmd_status_name(u16 status);
 int rnic_eq_create(struct rnic_dev *rdev);
 void rnic_eq_destroy(struct rnic_dev *rdev);
 void rnic_eq_irq(struct rnic_dev *rdev);
-
-int rnic_uverbs_init(struct rnic_dev *rdev);
-void rnic_uverbs_unplug(struct rnic_dev *rdev);
-void rnic_uverbs_release_all(struct rnic_dev *rdev);
-void rnic_uverbs_event(struct rnic_dev *rdev, const struct rnic_event *ev);
-void rnic_dev_put(struct rnic_dev *rdev);
 
 int rnic_ib_register(struct rnic_dev *rdev);
 void rnic_ib_unregister(struct rnic_dev *rdev);

@@ -35,10 +35,7 @@ void rnic_eq_destroy(struct rnic_dev *rdev)
 	rnic_ring_free(rdev, &rdev->eq.ring);
 }
 
-/*
- * Events go to the open file that owns their object (rnic_uverbs.c), and
- * to the ib_device's connections and QPs (rnic_ib_cm.c).
- */
+/* Events go to the ib_device's connections and QPs (rnic_ib_cm.c). */
 static void rnic_eq_handle(struct rnic_dev *rdev, const struct rnic_event *ev)
 {
 	struct device *dev = &rdev->pdev->dev;
@@ -55,7 +52,6 @@ static void rnic_eq_handle(struct rnic_dev *rdev, const struct rnic_event *ev)
 				  ARRAY_SIZE(rnic_event_names), ev->type),
 			ev->type, id, arg0, arg1);
 	}
-	rnic_uverbs_event(rdev, ev);
 	rnic_ib_event(rdev, ev);
 }
 

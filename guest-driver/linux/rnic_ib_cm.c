@@ -6,8 +6,7 @@
  * or ACCEPT takes it to RTS (seed 004).  Each device connection event
  * becomes exactly one iw_cm event, in the order iw_cm requires:
  *
- *   CONN_REQUEST                 -> CONNECT_REQUEST (on the listening id;
- *                                   other listeners are /dev/rnicN's)
+ *   CONN_REQUEST                 -> CONNECT_REQUEST (on the listening id)
  *   CONN_ESTABLISHED  (active)   -> CONNECT_REPLY 0
  *   CONN_ESTABLISHED  (passive)  -> ESTABLISHED
  *   CONN_REJECTED                -> CONNECT_REPLY -ECONNREFUSED, with
@@ -536,11 +535,11 @@ static void rnic_ib_conn_request(struct rnic_ib_dev *dev, u32 conn_id,
 	int i;
 
 	/*
-	 * Not ours: a listener of /dev/rnicN (rnic_uverbs.c answers), or a
-	 * connection handed in by the host, which no iw_cm_id listens for.
+	 * No listening iw_cm_id: a connection handed in by the host (the
+	 * device's fd hand-in), which no iw_cm_id listens for, is refused.
 	 */
 	if (!lep)
-		return;
+		goto refuse;
 	info = rnic_ib_query_conn(dev, conn_id, 0, &dma, NULL);
 	if (!info)
 		goto refuse;

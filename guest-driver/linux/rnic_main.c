@@ -55,16 +55,12 @@ static irqreturn_t rnic_admin_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
-/*
- * A CQ's vector: call the ib_device's armed CQ handlers, and wake whoever
- * sleeps in RNIC_IOC_POLL_CQ.
- */
+/* A CQ's vector: call the ib_device's armed CQ handlers. */
 static irqreturn_t rnic_cq_irq(int irq, void *data)
 {
 	struct rnic_vec *vec = data;
 
 	rnic_ib_cq_irq(vec->rdev, vec->v);
-	wake_up_all(&vec->rdev->cq_wait);
 	return IRQ_HANDLED;
 }
 
@@ -194,16 +190,6 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return -ENOMEM;
 	rdev->pdev = pci_dev_get(pdev);
 	pci_set_drvdata(pdev, rdev);
-	kref_init(&rdev->ref);
-	rdev->index = -1;
-	mutex_init(&rdev->ctxs_lock);
-	INIT_LIST_HEAD(&rdev->ctxs);
-	spin_lock_init(&rdev->route_lock);
-	xa_init_flags(&rdev->qp_owner, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&rdev->cq_owner, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&rdev->lis_owner, XA_FLAGS_LOCK_IRQ);
-	xa_init_flags(&rdev->conn_owner, XA_FLAGS_LOCK_IRQ);
-	init_waitqueue_head(&rdev->cq_wait);
 
 	err = pci_enable_device_mem(pdev);
 	if (err)
@@ -252,18 +238,13 @@ static int rnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = rnic_request_cq_irqs(rdev);
 	if (err)
 		goto err_enabled;
-	err = rnic_uverbs_init(rdev);
-	if (err)
-		goto err_cq_irqs;
 	err = rnic_ib_register(rdev);
 	if (err) {
 		dev_err(dev, "ib_device registration failed: %d\n", err);
-		goto err_uverbs;
+		goto err_cq_irqs;
 	}
 	return 0;
 
-err_uverbs:
-	rnic_uverbs_unplug(rdev);
 err_cq_irqs:
 	rnic_free_cq_irqs(rdev);
 err_enabled:
@@ -285,7 +266,8 @@ err_disable:
 	pci_disable_device(pdev);
 err_free:
 	pci_set_drvdata(pdev, NULL);
-	rnic_dev_put(rdev);
+	pci_dev_put(pdev);
+	kfree(rdev);
 	return err;
 }
 
@@ -295,11 +277,10 @@ static void rnic_remove(struct pci_dev *pdev)
 
 	/* Every verbs object and connection goes while the device runs. */
 	rnic_ib_unregister(rdev);
-	/* No new files; open ones fail from now on. */
-	rnic_uverbs_unplug(rdev);
+	WRITE_ONCE(rdev->dead, true);
+	rnic_cmdq_abort(rdev);
 	/* Stop the device before the memory it writes to goes away. */
 	rnic_disable(rdev);
-	rnic_uverbs_release_all(rdev);
 	rnic_free_cq_irqs(rdev);
 	free_irq(pci_irq_vector(pdev, RNIC_MSIX_VEC_ADMIN), rdev);
 	rnic_eq_destroy(rdev);
@@ -311,8 +292,8 @@ static void rnic_remove(struct pci_dev *pdev)
 	pci_disable_device(pdev);
 	dev_info(&pdev->dev, "removed\n");
 	pci_set_drvdata(pdev, NULL);
-	/* Files still open keep the structure until they are closed. */
-	rnic_dev_put(rdev);
+	pci_dev_put(pdev);
+	kfree(rdev);
 }
 
 /* No DMA into memory the next kernel (kexec) or the firmware owns. */

@@ -21,7 +21,6 @@ for line in "${E2E_KERNEL_LINES[@]}"; do
         e2e_log "kernel $E2E_KVER: $E2E_VMLINUZ"
         e2e_log "siw: $E2E_SIW_KO"
         e2e_log "rnic: $E2E_RNIC_KO"
-        e2e_log "rnic-tool: $E2E_RNIC_TOOL"
         e2e_log "guest user space: $E2E_USERLAND"
     )
 done

@@ -25,29 +25,12 @@ e2e_rnic_build() {
         e2e_die "rnic.ko did not build against $E2E_KDIR"
 }
 
-# rnic-tool, linked statically so that it runs in a busybox initramfs.
-e2e_tool_build() {
-    local src=$E2E_TOP/guest-driver/tool/rnic-tool.c
-    E2E_RNIC_TOOL=$E2E_OUT/tool/rnic-tool
-    if [ -f "$E2E_RNIC_TOOL" ] && [ -z "$(find "$src" \
-            "$E2E_TOP/guest-driver/rnic-uapi.h" \
-            "$E2E_TOP/include/rnic/rnic-abi.h" -newer "$E2E_RNIC_TOOL")" ]; then
-        return 0
-    fi
-    mkdir -p "$E2E_OUT/tool"
-    gcc -static -O2 -Wall -Wextra -Werror -Wno-sign-compare \
-        -Wno-missing-field-initializers -I"$E2E_TOP/include" \
-        -I"$E2E_TOP/guest-driver" -o "$E2E_RNIC_TOOL" "$src" >&2 ||
-        e2e_die "rnic-tool did not build"
-}
-
 e2e_prep() {
     e2e_apt_need busybox-static cpio kmod
     e2e_kernel_prep
     e2e_siw_build
     e2e_userland_prep
     e2e_rnic_build
-    e2e_tool_build
 }
 
 # Every rnic in a scenario records its traffic (docs/debugging.md, "The

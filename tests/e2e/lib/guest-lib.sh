@@ -64,7 +64,7 @@ e2e_finish() {
 }
 
 # e2e_tool NAME MIN CMD...: runs a test program whose checks print lines
-# "PASS what" or "FAIL what" (rnic-tool).  Its output goes to the console
+# "PASS what" or "FAIL what" (verbs-ops).  Its output goes to the console
 # and to /tmp/NAME.out; each such line becomes an E2E-PASS / E2E-FAIL
 # marker.  It fails unless CMD exits 0 with at least MIN PASS lines.
 e2e_tool() {
