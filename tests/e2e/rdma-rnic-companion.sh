@@ -7,10 +7,12 @@
 # is, and makes no netdev of its own.  The server loads rnic.ko before
 # virtio_net (the companion comes later and replaces the port's own
 # netdev), the client after it.  On the one address each guest gives its
-# NIC: ping, rping -V, ib_write_bw -R, and qperf -cm1, whose control
-# socket is TCP between the guests over the NICs while its QPs connect
-# through the devices.  (perftest without -R connects QPs by modify_qp,
-# with no stream: no iWARP device can do that, siw and rnic included.)
+# NIC: ping, rping -V, ib_write_bw -R, and qperf -cm1 (its six rc tests:
+# Send, RDMA Read and RDMA Write with Immediate, bandwidth and latency),
+# whose control socket is TCP between the guests over the NICs while its
+# QPs connect through the devices.  (perftest without -R connects QPs by
+# modify_qp, with no stream: no iWARP device can do that, siw and rnic
+# included.)
 . "$(dirname "$0")/lib/e2e.sh"
 
 name=rdma-rnic-companion
@@ -24,6 +26,8 @@ role=$(e2e_arg role)
 me=$(e2e_arg ip)
 peer=$(e2e_arg peer)
 port=$(e2e_arg port)
+qperf_tests="rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw
+    rc_rdma_write_lat"
 mods="virtio_pci virtio_net rnic"
 [ "$role" = server ] && mods="rnic virtio_pci virtio_net"
 for m in $mods rdma_ucm ib_uverbs; do
@@ -50,9 +54,29 @@ if [ "$role" = server ]; then
     kill "$qperf_pid"
 else
     e2e_retry rping-client 60 timeout 30 rping -c -a "$peer" -p "$port" -C 5 -v -V
-    # iWARP has no Write with Immediate: rc_bw (Send) and RDMA Read.
-    e2e_retry qperf-cm1 30 timeout 120 \
-        qperf -cm1 -t 2 "$peer" rc_bw rc_rdma_read_bw
+    # qperf's rc tests, one qperf each, as a user runs them; each must
+    # print its figure (bw or latency) and no error.  Retried: Debian's
+    # qperf 0.4.11 tells its client the port before it listens (fixed
+    # upstream after 0.4.11), so a connect may be refused.  rc_bw (Send)
+    # and rc_rdma_write_bw (RDMA Write with Immediate, RFC 7306) take a
+    # receive at the server for every message: their 64 KiB default
+    # overruns the 1024 receives qperf's server keeps posted whenever the
+    # receiving guest falls that far behind (no credits in qperf, no RNR
+    # in iWARP: a Send that finds no receive ends the connection with a
+    # Terminate, "DDP untagged no buffer"), which under TCG is most runs;
+    # at 1 MiB a message the server keeps up.  rc_rdma_write_bw also
+    # posts 1024 Writes with Immediate at once on a QP it asked 1024 send
+    # WRs of: each must fit, whatever WQEs the provider makes of it.
+    for t in $qperf_tests; do
+        opts="-t 2" want=latency
+        case $t in rc_bw | rc_rdma_write_bw) opts="-t 2 -m 1M" ;; esac
+        case $t in *_bw) want=bw ;; esac
+        # shellcheck disable=SC2086
+        e2e_retry "qperf-$t" 5 timeout 60 qperf -cm1 $opts "$peer" "$t"
+        e2e_check "qperf-$t-result" sh -c "grep -A1 '^$t:\$' /tmp/qperf-$t.out |
+            grep -qE '^ +$want += +[0-9.]+ [a-zA-Z/]+\$' &&
+            ! grep -qiE 'fail|error|refused|reject' /tmp/qperf-$t.out"
+    done
     e2e_perf_all client "$peer" $((port + 1))
 fi
 e2e_rnic_unload_clean
