@@ -31,6 +31,8 @@ struct rnic_ib_dev {
 	/* Device numbers -> objects, for completions and events. */
 	struct xarray qps;		/* qpn -> struct rnic_ib_qp */
 	struct xarray cqs;		/* cqn -> struct rnic_ib_cq */
+	struct xarray srqs;		/* srqn -> struct rnic_ib_srq; writers
+					 * and event readers under cm_lock */
 	struct xarray listeners;	/* device listener id -> rnic_ib_lep */
 	struct xarray ceps;		/* device conn id -> rnic_ib_cep */
 	/*
@@ -123,6 +125,7 @@ struct rnic_ib_srq {
 	u32 prod;			/* posted (free-running) */
 	u64 *wr_id;			/* the consumer's, per tag */
 	u32 *free, nfree;		/* a stack of free tags */
+	u32 limit;			/* armed at; 0: not (modify_srq) */
 };
 
 struct rnic_ib_cep;
@@ -277,6 +280,7 @@ int rnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int rnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			  const struct ib_recv_wr **bad);
 bool rnic_ib_srq_done(struct rnic_ib_srq *srq, u32 tag, u64 *wr_id);
+void rnic_ib_srq_limit(struct rnic_ib_dev *dev, u32 srqn);
 
 int rnic_ib_connect(struct iw_cm_id *cm_id, struct iw_cm_conn_param *p);
 int rnic_ib_accept(struct iw_cm_id *cm_id, struct iw_cm_conn_param *p);

@@ -687,6 +687,9 @@ void rnic_ib_cm_event(struct rnic_ib_dev *dev, const struct rnic_event *ev)
 	case RNIC_EV_QP_ERROR:
 		rnic_ib_qp_async(dev, id, IB_EVENT_QP_FATAL);
 		break;
+	case RNIC_EV_SRQ_LIMIT:
+		rnic_ib_srq_limit(dev, id);
+		break;
 	}
 	mutex_unlock(&dev->cm_lock);
 }

@@ -287,6 +287,7 @@ static void rnic_ib_setup(struct rnic_ib_dev *dev)
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init(&dev->listeners);
+	xa_init(&dev->srqs);
 	xa_init(&dev->ceps);
 	spin_lock_init(&dev->ev_lock);
 	INIT_LIST_HEAD(&dev->ev_list);
@@ -382,6 +383,7 @@ void rnic_ib_unregister(struct rnic_dev *rdev)
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
 	xa_destroy(&dev->listeners);
+	xa_destroy(&dev->srqs);
 	xa_destroy(&dev->ceps);
 	/* Disassociation let go of every mapping, doorbell pages too. */
 	ida_destroy(&dev->udb_ida);

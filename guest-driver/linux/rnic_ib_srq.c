@@ -69,8 +69,9 @@ int rnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
+	/* srq_limit is for modify_srq: create ignores it, as verbs say. */
 	if (a->max_wr > le32_to_cpu(d->max_srq_wr) ||
-	    a->max_sge > le32_to_cpu(d->max_sge) || a->srq_limit)
+	    a->max_sge > le32_to_cpu(d->max_sge))
 		return -EINVAL;
 	log = max_t(u32, order_base_2(max_t(u32, a->max_wr, 1)), 1);
 	spin_lock_init(&srq->lock);
@@ -92,6 +93,11 @@ int rnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_free;
 	srq->srqn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
 	err = udata ? rnic_ib_srq_export(srq, udata) : 0;
+	if (!err) {
+		mutex_lock(&dev->cm_lock);
+		err = xa_err(xa_store(&dev->srqs, srq->srqn, srq, GFP_KERNEL));
+		mutex_unlock(&dev->cm_lock);
+	}
 	if (err) {
 		rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_SRQ, srq->srqn);
 		goto err_free;
@@ -109,8 +115,13 @@ int rnic_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
 	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
-	int err = rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_SRQ, srq->srqn);
+	int err;
 
+	/* After this, no SRQ_LIMIT event finds it. */
+	mutex_lock(&dev->cm_lock);
+	xa_erase(&dev->srqs, srq->srqn);
+	mutex_unlock(&dev->cm_lock);
+	err = rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_SRQ, srq->srqn);
 	/* The core destroyed its QPs first: the device has let go. */
 	if (err && err != -ENODEV)
 		dev_warn(&dev->rdev->pdev->dev, "SRQ %u: DESTROY_SRQ failed (%d)\n",
@@ -119,11 +130,53 @@ int rnic_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	return 0;
 }
 
-/* No limit event and no resize (yet): only what query_srq reports. */
+/*
+ * The limit event (MODIFY_SRQ arms it); an SRQ's size cannot change
+ * (IB_SRQ_MAX_WR: EOPNOTSUPP).
+ */
 int rnic_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		       enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
-	return mask ? -EOPNOTSUPP : 0;
+	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
+	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	struct rnic_cmd_modify_srq p = {
+		.srqn = cpu_to_le32(srq->srqn),
+		.limit = cpu_to_le32(attr->srq_limit),
+	};
+	int err;
+
+	if (mask & ~IB_SRQ_LIMIT)
+		return -EOPNOTSUPP;
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	if (attr->srq_limit > 1u << srq->ring.log_size)
+		return -EINVAL;
+	/*
+	 * Not under cm_lock: a consumer may re-arm from its event handler,
+	 * which the event work calls holding it.
+	 */
+	err = rnic_ib_cmd(dev, RNIC_CMD_MODIFY_SRQ, &p, sizeof(p), NULL);
+	if (!err)
+		WRITE_ONCE(srq->limit, attr->srq_limit);
+	return err;
+}
+
+/* SRQ_LIMIT (the event work, under cm_lock): the device has disarmed. */
+void rnic_ib_srq_limit(struct rnic_ib_dev *dev, u32 srqn)
+{
+	struct rnic_ib_srq *srq = xa_load(&dev->srqs, srqn);
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.event = IB_EVENT_SRQ_LIMIT_REACHED,
+	};
+
+	if (!srq)
+		return;
+	WRITE_ONCE(srq->limit, 0);
+	if (srq->ibsrq.event_handler) {
+		ev.element.srq = &srq->ibsrq;
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+	}
 }
 
 int rnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
@@ -132,7 +185,7 @@ int rnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 
 	attr->max_wr = 1u << srq->ring.log_size;
 	attr->max_sge = RNIC_WQE_MAX_SGE;
-	attr->srq_limit = 0;
+	attr->srq_limit = READ_ONCE(srq->limit);
 	return 0;
 }
 

@@ -99,6 +99,7 @@ static const RnicCmdDesc rnic_cmds[] = {
     [RNIC_CMD_QUERY_CONN] = { "QUERY_CONN", rnic_cmd_query_conn },
     [RNIC_CMD_INVALIDATE] = { "INVALIDATE", rnic_cmd_invalidate },
     [RNIC_CMD_ALLOC_MR] = { "ALLOC_MR", rnic_cmd_alloc_mr },
+    [RNIC_CMD_MODIFY_SRQ] = { "MODIFY_SRQ", rnic_cmd_modify_srq },
 };
 
 const char *rnic_cmd_name(uint8_t opcode)

@@ -96,6 +96,14 @@ static const struct rnic_ep_ops rnic_dp_ops = {
     .stream_lost = rnic_dp_stream_lost,
 };
 
+/* Receives the stream took from the QP's SRQ may have reached its limit. */
+static void rnic_dp_srq_limit(RnicConn *c)
+{
+    if (c->qp && c->qp->srq) {
+        rnic_srq_check_limit(c->s, c->qp->srq);
+    }
+}
+
 /*
  * The QP adopts the MPA connection: from now on the stream is its own.
  * The caller runs the pump once it is done with @c.
@@ -132,6 +140,7 @@ bool rnic_dp_start(RnicConn *c)
     if (c->early_len) {
         rnic_ep_rx(c->ep, c->early, c->early_len);
         c->early_len = 0;
+        rnic_dp_srq_limit(c);
     }
     return true;
 }
@@ -292,6 +301,7 @@ RnicVerdict rnic_dp_rx(RnicConn *c)
         done += RNIC_EP_RX_CHUNK;
     } while (v == RNIC_DP_OK && full && done < RNIC_DP_RX_BUDGET && c->ep &&
              !c->rx_stopped);
+    rnic_dp_srq_limit(c);
     return v;
 }
 

@@ -439,6 +439,42 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     return RNIC_CMD_OK;
 }
 
+uint16_t rnic_cmd_modify_srq(RnicState *s, struct rnic_cmd *cmd)
+{
+    struct rnic_cmd_modify_srq *p = (void *)cmd->u.raw;
+    RnicSrq *srq = rnic_srq_get(s, le32_to_cpu(p->srqn));
+    uint32_t limit = le32_to_cpu(p->limit);
+
+    if (!srq) {
+        return rnic_cmd_fail("MODIFY_SRQ", RNIC_CMD_ERR_HANDLE,
+                             "srqn: no such SRQ");
+    }
+    if (limit > rnic_ring_entries(&srq->ring)) {
+        return rnic_cmd_fail("MODIFY_SRQ", RNIC_CMD_ERR_PARAM,
+                             "limit: more than the SRQ's entries");
+    }
+    srq->limit = limit;
+    return RNIC_CMD_OK;
+}
+
+/*
+ * The SRQ limit, checked as each receive taken from the SRQ completes:
+ * what is left is what the core holds and the ring has not yet given it.
+ */
+void rnic_srq_check_limit(RnicState *s, RnicSrq *srq)
+{
+    uint32_t left;
+
+    if (!srq->limit) {
+        return;
+    }
+    left = rnic_srq_count(srq->core) + rnic_ring_used(&srq->ring);
+    if (left < srq->limit) {
+        srq->limit = 0;
+        rnic_eq_post(s, RNIC_EV_SRQ_LIMIT, srq->srqn, left, 0);
+    }
+}
+
 /* After the core's SRQ is gone. */
 static void rnic_srq_release(RnicState *s, RnicSrq *srq)
 {

@@ -113,6 +113,7 @@ typedef struct RnicSrq {
     uint32_t pdn;
     RnicRing ring;          /* cons: WQEs taken; prod: the last doorbell */
     uint16_t udb;           /* as RnicCq's */
+    uint32_t limit;         /* MODIFY_SRQ's; 0: not armed */
     bool kicked;            /* on RnicState.kicked_srqs */
     QTAILQ_ENTRY(RnicSrq) kick_link;
 } RnicSrq;
@@ -332,6 +333,7 @@ RnicCmdFn rnic_cmd_create_pd, rnic_cmd_destroy_pd, rnic_cmd_reg_mr,
     rnic_cmd_dealloc_mw, rnic_cmd_create_cq, rnic_cmd_destroy_cq,
     rnic_cmd_create_qp, rnic_cmd_modify_qp, rnic_cmd_query_qp,
     rnic_cmd_destroy_qp, rnic_cmd_create_srq, rnic_cmd_destroy_srq,
+    rnic_cmd_modify_srq,
     rnic_cmd_invalidate, rnic_cmd_alloc_mr;
 bool rnic_verbs_init(RnicState *s, Error **errp);
 void rnic_verbs_reset(RnicState *s);
@@ -341,6 +343,7 @@ void rnic_verbs_fini(RnicState *s);
 RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn);
 RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn);
 RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn);
+void rnic_srq_check_limit(RnicState *s, RnicSrq *srq);
 RnicConn *rnic_conn_get(RnicState *s, uint32_t id);
 /* The QP's last Terminate, for QUERY_QP. */
 void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,

@@ -121,6 +121,7 @@ enum rnic_cmd_opcode {
     RNIC_CMD_QUERY_CONN     = 0x17,
     RNIC_CMD_INVALIDATE     = 0x18,
     RNIC_CMD_ALLOC_MR       = 0x19,
+    RNIC_CMD_MODIFY_SRQ     = 0x1a,     /* ABI 1.2 */
 };
 
 enum rnic_cmd_status {
@@ -328,6 +329,16 @@ struct rnic_cmd_srq {               /* CREATE_SRQ, DESTROY_SRQ */
     uint8_t  rsvd[3];
     uint32_t udb;                   /* in: doorbell page + 1, 0: none */
     uint64_t ring_addr;             /* in: 4 KiB aligned, contiguous */
+};
+
+/*
+ * MODIFY_SRQ: arms the SRQ limit.  When a receive taken from the SRQ
+ * leaves fewer than @limit receives posted, the device posts SRQ_LIMIT
+ * once and disarms; 0 disarms (docs/spec.md "Commands").
+ */
+struct rnic_cmd_modify_srq {        /* MODIFY_SRQ */
+    uint32_t srqn;                  /* in */
+    uint32_t limit;                 /* in: 0..2^log_size */
 };
 
 #define RNIC_AF_INET        4
@@ -599,6 +610,8 @@ enum rnic_event_type {
     RNIC_EV_TERM_SENT       = 0x08, /* as TERM_RECEIVED */
     RNIC_EV_CQ_OVERFLOW     = 0x09, /* id: cqn */
     RNIC_EV_FATAL           = 0x0a, /* arg0: RNIC_CMD_ERR_DMA */
+    RNIC_EV_SRQ_LIMIT       = 0x0b, /* id: srqn; arg0: receives left
+                                     * (ABI 1.2) */
 };
 
 /* The listener id of connections handed in by the host. */
@@ -659,6 +672,7 @@ struct rnic_event {
     [RNIC_EV_TERM_SENT] = "TERM_SENT",                                      \
     [RNIC_EV_CQ_OVERFLOW] = "CQ_OVERFLOW",                                  \
     [RNIC_EV_FATAL] = "FATAL",                                              \
+    [RNIC_EV_SRQ_LIMIT] = "SRQ_LIMIT",                                      \
 }
 
 /* ---- Sizes, checked where the compiler allows it ------------------------ */

@@ -789,6 +789,78 @@ static void test_srq_receives(void)
     peer_stop(&p);
 }
 
+/* The peer's Send @i lands in SRQ receive @i, which completes. */
+static void srq_send_one(Peer *p, int i)
+{
+    struct rnic_cq_entry e;
+    uint8_t u[64];
+    size_t h = untagged_hdr(p, u, 0x3, 0, 0, 0);
+
+    memcpy(u + h, "abc", 3);
+    send_fpdu(p, u, h + 3);
+    for (int k = 0; k < 1000 &&
+         !rnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e); k++) {
+        g_usleep(1000);
+        rnic_settle(&p->t);
+    }
+    g_assert_true(rnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x60 + i);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+}
+
+/*
+ * The SRQ limit: armed at 3 with 4 receives posted, the Send that leaves
+ * 2 makes the device post SRQ_LIMIT (arg0 2) once, in the same callback
+ * as the completion; the next Send posts none (disarmed).  MODIFY_SRQ
+ * refuses a limit above the SRQ's entries and an unknown SRQ.
+ */
+static void test_srq_limit(void)
+{
+    struct rnic_cmd_modify_srq m;
+    struct rnic_event ev;
+    Peer p;
+    uint32_t stag = peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 0,
+                                    true);
+
+    for (int i = 0; i < 4; i++) {
+        struct rnic_rq_wqe w = {
+            .wr_id = cpu_to_le64(0x60 + i),
+            .num_sge = 1,
+            .sge[0] = {
+                .addr = cpu_to_le64(IOVA + 100 * i),
+                .length = cpu_to_le32(64),
+                .stag = cpu_to_le32(stag),
+            },
+        };
+
+        rnic_post_srq(&p.t, &p.srq, &w);
+    }
+    rnic_settle(&p.t);
+    m = (struct rnic_cmd_modify_srq) {
+        .srqn = cpu_to_le32(p.srq.qpn),
+        .limit = cpu_to_le32((1u << p.srq.log) + 1),
+    };
+    g_assert_cmphex(rnic_cmd_status(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m)),
+                    ==, RNIC_CMD_ERR_PARAM);
+    m.limit = cpu_to_le32(3);
+    m.srqn = cpu_to_le32(p.srq.qpn + 1);
+    g_assert_cmphex(rnic_cmd_status(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m)),
+                    ==, RNIC_CMD_ERR_HANDLE);
+    m.srqn = cpu_to_le32(p.srq.qpn);
+    rnic_cmd_ok(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m));
+
+    srq_send_one(&p, 0);
+    g_assert_false(rnic_next_event(&p.t, &ev));
+    srq_send_one(&p, 1);
+    g_assert_true(rnic_next_event(&p.t, &ev));
+    g_assert_cmpuint(ev.type, ==, RNIC_EV_SRQ_LIMIT);
+    g_assert_cmpuint(le32_to_cpu(ev.id), ==, p.srq.qpn);
+    g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, 2);
+    srq_send_one(&p, 2);
+    g_assert_false(rnic_next_event(&p.t, &ev));
+    peer_stop(&p);
+}
+
 /*
  * An SRQ doorbell more than a ring ahead is refused, as SQ and RQ
  * doorbells are: nothing is taken from the ring (not 100 stale entries),
@@ -1518,6 +1590,7 @@ int main(int argc, char **argv)
     rnic_test_add_both("/rnic/peer/dereg-during-write",
                        test_dereg_during_write);
     rnic_test_add_both("/rnic/peer/srq-receives", test_srq_receives);
+    rnic_test_add_both("/rnic/peer/srq-limit", test_srq_limit);
     rnic_test_add_both("/rnic/peer/srq-doorbell-ahead",
                        test_srq_doorbell_ahead);
     rnic_test_add_both("/rnic/peer/recv-linked-stag", test_recv_linked_stag);

@@ -94,6 +94,8 @@ static void commands(void)
     LAYOUT(rnic_cmd_srq, F(rnic_cmd_srq, srqn), F(rnic_cmd_srq, pdn),
            F(rnic_cmd_srq, log_size), F(rnic_cmd_srq, rsvd),
            F(rnic_cmd_srq, udb), F(rnic_cmd_srq, ring_addr));
+    LAYOUT(rnic_cmd_modify_srq, F(rnic_cmd_modify_srq, srqn),
+           F(rnic_cmd_modify_srq, limit));
     LAYOUT(rnic_cmd_listen, F(rnic_cmd_listen, listener_id),
            F(rnic_cmd_listen, backlog), F(rnic_cmd_listen, local));
     LAYOUT(rnic_cmd_connect, F(rnic_cmd_connect, qpn),
@@ -196,7 +198,7 @@ static void opcodes(void)
     C(RNIC_CMD_DESTROY_SRQ); C(RNIC_CMD_LISTEN); C(RNIC_CMD_UNLISTEN);
     C(RNIC_CMD_CONNECT); C(RNIC_CMD_ACCEPT); C(RNIC_CMD_REJECT);
     C(RNIC_CMD_DISCONNECT); C(RNIC_CMD_QUERY_CONN); C(RNIC_CMD_INVALIDATE);
-    C(RNIC_CMD_ALLOC_MR);
+    C(RNIC_CMD_ALLOC_MR); C(RNIC_CMD_MODIFY_SRQ);
 }
 
 static void codes(void)
@@ -221,7 +223,7 @@ static void codes(void)
     C(RNIC_EV_CONN_REQUEST); C(RNIC_EV_CONN_ESTABLISHED);
     C(RNIC_EV_CONN_REJECTED); C(RNIC_EV_CONN_ERROR); C(RNIC_EV_CONN_CLOSED);
     C(RNIC_EV_QP_ERROR); C(RNIC_EV_TERM_RECEIVED); C(RNIC_EV_TERM_SENT);
-    C(RNIC_EV_CQ_OVERFLOW); C(RNIC_EV_FATAL);
+    C(RNIC_EV_CQ_OVERFLOW); C(RNIC_EV_FATAL); C(RNIC_EV_SRQ_LIMIT);
 }
 
 int main(void)

@@ -301,6 +301,39 @@ class IwarpRCTestCase(IwarpTestBase):
     def test_rdmacm_srq_traffic(self):
         self._two_sides("srq_flow")
 
+    # ---- the SRQ limit event, as test_modify_srq_limit checks it ----
+
+    def _srq_limit(self, side, passive):
+        """10 receives posted and the limit armed at 7, which query_srq
+        reports; 4 Sends leave 6: IBV_EVENT_SRQ_LIMIT_REACHED for the SRQ,
+        which is disarmed after (query_srq says 0)."""
+        if passive:
+            for i in range(10):
+                side.post_recv(64, i * 64, wr_id=i)
+            side.srq.modify(SrqAttr(srq_limit=7), e.IBV_SRQ_LIMIT)
+            assert side.srq.query().srq_limit == 7
+            self.syncer.wait()
+            for i in range(4):
+                assert side.completion().wr_id == i
+            event = side.id.context.get_async_event()
+            event.ack()
+            assert event.event_type == e.IBV_EVENT_SRQ_LIMIT_REACHED, \
+                f"async event {event.event_type}"
+            assert side.srq.query().srq_limit == 0
+            self.syncer.wait()
+            return
+        self.syncer.wait()
+        for i in range(4):
+            side.qp.post_send(side.wr(e.IBV_WR_SEND, 64))
+            side.completion()
+        self.syncer.wait()
+
+    def srq_limit_flow(self, connection_resources=None, passive=None):
+        self._run(self._srq_limit, passive, srq=16)
+
+    def test_rdmacm_srq_limit(self):
+        self._two_sides("srq_limit_flow")
+
 
 class IwarpRCKernelPathTestCase(IwarpRCTestCase):
     """The same through the kernel: librnic without direct mode posts and
