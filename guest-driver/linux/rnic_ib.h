@@ -151,6 +151,13 @@ struct rnic_ib_qp {
 	struct rnic_ib_term term_rx, term_tx;
 };
 
+/*
+ * A send queue holds two WQEs for each work request it is sized for: an
+ * RDMA Write with immediate data takes two (the Write, then the RFC 7306
+ * Immediate Data message), and a consumer may post only those.
+ */
+#define RNIC_IB_SQ_WQES_PER_WR	2
+
 /* A connection: the device's conn id and the iw_cm_id it reports to. */
 enum rnic_ib_cep_state {
 	RNIC_CEP_REQUEST,		/* passive: CONNECT_REQUEST delivered */

@@ -55,7 +55,7 @@ static int rnic_ib_query_device(struct ib_device *ibdev,
 	a->vendor_part_id = RNIC_PCI_DEVICE_ID;
 	a->hw_ver = dev->rdev->pdev->revision;
 	a->max_qp = le32_to_cpu(d->max_qp);
-	a->max_qp_wr = le32_to_cpu(d->max_qp_wr);
+	a->max_qp_wr = le32_to_cpu(d->max_qp_wr) / RNIC_IB_SQ_WQES_PER_WR;
 	a->max_send_sge = le32_to_cpu(d->max_sge);
 	a->max_recv_sge = le32_to_cpu(d->max_sge);
 	a->max_sge_rd = le32_to_cpu(d->max_sge);

@@ -24,6 +24,7 @@ static u32 rnic_ib_log(u32 n)
 	return max_t(u32, order_base_2(max_t(u32, n, 1)), 1);
 }
 
+
 static void rnic_ib_qp_free(struct rnic_ib_dev *dev, struct rnic_ib_qp *qp)
 {
 	if (qp->sq_map) {
@@ -106,6 +107,9 @@ static int rnic_ib_qp_check(struct rnic_ib_dev *dev,
 	u32 max_sge = le32_to_cpu(dev->rdev->attr.max_sge);
 	struct ib_qp_cap *cap = &attr->cap;
 
+	if (cap->max_send_wr > max_wr / RNIC_IB_SQ_WQES_PER_WR)
+		return -EINVAL;
+
 	if (attr->qp_type != IB_QPT_RC || attr->create_flags)
 		return -EOPNOTSUPP;
 	if (cap->max_inline_data > RNIC_WQE_INLINE_MAX)
@@ -132,7 +136,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		return err;
 	/* With an SRQ, no receive queue of its own (rlog 0: no ring). */
 	qp->srq = attr->srq ? to_rsrq(attr->srq) : NULL;
-	slog = rnic_ib_log(cap->max_send_wr);
+	slog = rnic_ib_log(cap->max_send_wr * RNIC_IB_SQ_WQES_PER_WR);
 	rlog = qp->srq ? 0 : rnic_ib_log(cap->max_recv_wr);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
@@ -173,7 +177,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		goto err_free;
 	}
 	ibqp->qp_num = qp->qpn;
-	cap->max_send_wr = 1u << slog;
+	cap->max_send_wr = (1u << slog) / RNIC_IB_SQ_WQES_PER_WR;
 	cap->max_recv_wr = qp->srq ? 0 : 1u << rlog;
 	cap->max_inline_data = RNIC_WQE_INLINE_MAX;
 	return 0;
@@ -264,7 +268,7 @@ int rnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	memset(init, 0, sizeof(*init));
 	attr->qp_state = READ_ONCE(qp->state);
 	attr->cur_qp_state = attr->qp_state;
-	attr->cap.max_send_wr = 1u << qp->sq.log_size;
+	attr->cap.max_send_wr = (1u << qp->sq.log_size) / RNIC_IB_SQ_WQES_PER_WR;
 	attr->cap.max_recv_wr = qp->srq ? 0 : 1u << qp->rq.log_size;
 	attr->cap.max_send_sge = RNIC_WQE_MAX_SGE;
 	attr->cap.max_recv_sge = RNIC_WQE_MAX_SGE;

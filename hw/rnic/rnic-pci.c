@@ -259,7 +259,7 @@ static const Property rnic_properties[] = {
     DEFINE_PROP_UINT32("max-cqs", RnicState, limits.max_cq, 16384),
     DEFINE_PROP_UINT32("max-cqes", RnicState, limits.max_cqe, 4096),
     DEFINE_PROP_UINT32("max-qps", RnicState, limits.max_qp, 16384),
-    DEFINE_PROP_UINT32("max-qp-wrs", RnicState, limits.max_qp_wr, 1024),
+    DEFINE_PROP_UINT32("max-qp-wrs", RnicState, limits.max_qp_wr, 2048),
     DEFINE_PROP_UINT32("max-srq-wrs", RnicState, limits.max_srq_wr, 4096),
     DEFINE_PROP_UINT32("max-srqs", RnicState, limits.max_srq, 64),
     DEFINE_PROP_UINT32("max-ird", RnicState, limits.max_ird, 16),

@@ -989,7 +989,7 @@ static void test_srq(void)
     q.qpn = cpu_to_le32(qpn);
     rnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &q, sizeof(q));
     rnic_cmd_ok(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq));
-    /* Its depth is max-srq-wrs' (4096), not max-qp-wrs' (1024). */
+    /* Its depth is max-srq-wrs' (4096), not max-qp-wrs' (2048). */
     sq.log_size = 12;
     sq.ring_addr = cpu_to_le64(guest_alloc(t.alloc, RNIC_RQ_WQE_SIZE << 13));
     rnic_cmd_ok(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq));
