@@ -266,6 +266,7 @@ static const struct verbs_context_ops rnic_ctx_ops = {
 	.dealloc_mw	= rnic_dealloc_mw,
 	.bind_mw	= rnic_bind_mw,
 	.create_cq	= rnic_create_cq,
+	.create_cq_ex	= rnic_create_cq_ex,
 	.poll_cq	= rnic_poll_cq,
 	.req_notify_cq	= ibv_cmd_req_notify_cq,
 	.destroy_cq	= rnic_destroy_cq,

@@ -115,6 +115,8 @@ static inline struct rnic_qp *qpx_to_rqp(struct ibv_qp_ex *qpx)
 
 struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
 			      struct ibv_comp_channel *channel, int vector);
+struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ctx,
+				    struct ibv_cq_init_attr_ex *attr);
 int rnic_destroy_cq(struct ibv_cq *cq);
 int rnic_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 void rnic_cq_sync(struct ibv_cq *cq);

@@ -17,6 +17,9 @@
  * after the kernel's count itself: the POLL_CQ system call, which
  * consumes and translates entries, is made only once the device has
  * written one (a busy poll of an empty CQ made one per look).
+ *
+ * ibv_create_cq_ex's CQs poll the same way, one work completion at a time
+ * (start_poll/next_poll take it, the read_* accessors read it).
  */
 #include <config.h>
 
@@ -29,7 +32,7 @@
 #include "rnic.h"
 
 struct rnic_cq {
-	struct ibv_cq ibcq;
+	struct verbs_cq vcq;		/* ibv_cq, or ibv_cq_ex */
 	pthread_spinlock_t lock;	/* direct: the consumer */
 	uint8_t *ring;			/* NULL: every poll is a system call */
 	uint32_t *ucons;		/* the page after the ring */
@@ -38,11 +41,12 @@ struct rnic_cq {
 	uint32_t cqn;
 	bool direct;
 	uint32_t cons, db_cons;		/* direct: consumed; told the device */
+	struct ibv_wc cur;		/* cq_ex: the completion being read */
 };
 
 static struct rnic_cq *to_rcq(struct ibv_cq *cq)
 {
-	return container_of(cq, struct rnic_cq, ibcq);
+	return container_of(cq, struct rnic_cq, vcq.cq);
 }
 
 /* The ring and its page, writable for a direct CQ. */
@@ -73,6 +77,28 @@ static void rnic_free_cq(struct rnic_cq *cq)
 	free(cq);
 }
 
+/* After the create command: the ring, if the kernel offers it. */
+static struct rnic_cq *rnic_cq_setup(struct ibv_context *ctx,
+				     struct rnic_cq *cq,
+				     const struct rnic_ib_create_cq_resp *drv)
+{
+	int ret;
+
+	cq->direct = drv->flags & RNIC_IB_DIRECT;
+	ret = rnic_cq_map(ctx, cq, drv);
+	/*
+	 * Without its ring, a CQ polls through the kernel (an older driver),
+	 * unless it is direct: then the kernel refuses its polls.
+	 */
+	if (ret && cq->direct) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		rnic_free_cq(cq);
+		errno = ret;
+		return NULL;
+	}
+	return cq;
+}
+
 struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
 			      struct ibv_comp_channel *channel, int vector)
 {
@@ -82,29 +108,115 @@ struct ibv_cq *rnic_create_cq(struct ibv_context *ctx, int cqe,
 	} resp = {};
 	struct ibv_create_cq cmd;
 	struct rnic_cq *cq = calloc(1, sizeof(*cq));
-	int ret;
 
 	if (!cq)
 		return NULL;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-	if (ibv_cmd_create_cq(ctx, cqe, channel, vector, &cq->ibcq, &cmd,
+	if (ibv_cmd_create_cq(ctx, cqe, channel, vector, &cq->vcq.cq, &cmd,
 			      sizeof(cmd), &resp.ibv, sizeof(resp))) {
 		rnic_free_cq(cq);
 		return NULL;
 	}
-	cq->direct = resp.drv.flags & RNIC_IB_DIRECT;
-	ret = rnic_cq_map(ctx, cq, &resp.drv);
-	/*
-	 * Without its ring, a CQ polls through the kernel (an older driver),
-	 * unless it is direct: then the kernel refuses its polls.
-	 */
-	if (ret && cq->direct) {
-		ibv_cmd_destroy_cq(&cq->ibcq);
-		rnic_free_cq(cq);
-		errno = ret;
+	cq = rnic_cq_setup(ctx, cq, &resp.drv);
+	return cq ? &cq->vcq.cq : NULL;
+}
+
+/* ---- ibv_create_cq_ex: one work completion at a time ---- */
+
+static struct rnic_cq *cqx_to_rcq(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct rnic_cq, vcq.cq_ex);
+}
+
+static int rnic_cqx_take(struct ibv_cq_ex *cqx)
+{
+	struct rnic_cq *cq = cqx_to_rcq(cqx);
+	int n = rnic_poll_cq(&cq->vcq.cq, 1, &cq->cur);
+
+	if (n < 0)
+		return -n;
+	if (!n)
+		return ENOENT;
+	cqx->wr_id = cq->cur.wr_id;
+	cqx->status = cq->cur.status;
+	return 0;
+}
+
+static int rnic_cqx_start_poll(struct ibv_cq_ex *cqx,
+			       struct ibv_poll_cq_attr *attr)
+{
+	return attr->comp_mask ? EINVAL : rnic_cqx_take(cqx);
+}
+
+static void rnic_cqx_end_poll(struct ibv_cq_ex *cqx)
+{
+}
+
+#define RNIC_CQX_READ(field, type)					\
+	static type rnic_cqx_read_##field(struct ibv_cq_ex *cqx)	\
+	{								\
+		return cqx_to_rcq(cqx)->cur.field;			\
+	}
+RNIC_CQX_READ(opcode, enum ibv_wc_opcode)
+RNIC_CQX_READ(vendor_err, uint32_t)
+RNIC_CQX_READ(byte_len, uint32_t)
+RNIC_CQX_READ(imm_data, __be32)
+RNIC_CQX_READ(qp_num, uint32_t)
+RNIC_CQX_READ(src_qp, uint32_t)
+RNIC_CQX_READ(wc_flags, unsigned int)
+RNIC_CQX_READ(slid, uint32_t)
+RNIC_CQX_READ(sl, uint8_t)
+RNIC_CQX_READ(dlid_path_bits, uint8_t)
+
+/* What struct ibv_wc has; no timestamps, flow tags or VLANs. */
+#define RNIC_CQX_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |     \
+			   IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |    \
+			   IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |          \
+			   IBV_WC_EX_WITH_DLID_PATH_BITS)
+
+struct ibv_cq_ex *rnic_create_cq_ex(struct ibv_context *ctx,
+				    struct ibv_cq_init_attr_ex *attr)
+{
+	struct {
+		struct ib_uverbs_ex_create_cq_resp ibv;
+		struct rnic_ib_create_cq_resp drv;
+	} resp = {};
+	struct ibv_create_cq_ex cmd;
+	struct ibv_cq_ex *cqx;
+	struct rnic_cq *cq;
+
+	if (attr->wc_flags & ~RNIC_CQX_WC_FLAGS ||
+	    attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS || attr->flags) {
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	return &cq->ibcq;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	if (ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd, sizeof(cmd),
+				 &resp.ibv, sizeof(resp), 0)) {
+		rnic_free_cq(cq);
+		return NULL;
+	}
+	cq = rnic_cq_setup(ctx, cq, &resp.drv);
+	if (!cq)
+		return NULL;
+	cqx = &cq->vcq.cq_ex;
+	cqx->start_poll = rnic_cqx_start_poll;
+	cqx->next_poll = rnic_cqx_take;
+	cqx->end_poll = rnic_cqx_end_poll;
+	cqx->read_opcode = rnic_cqx_read_opcode;
+	cqx->read_vendor_err = rnic_cqx_read_vendor_err;
+	cqx->read_byte_len = rnic_cqx_read_byte_len;
+	cqx->read_imm_data = rnic_cqx_read_imm_data;
+	cqx->read_qp_num = rnic_cqx_read_qp_num;
+	cqx->read_src_qp = rnic_cqx_read_src_qp;
+	cqx->read_wc_flags = rnic_cqx_read_wc_flags;
+	cqx->read_slid = rnic_cqx_read_slid;
+	cqx->read_sl = rnic_cqx_read_sl;
+	cqx->read_dlid_path_bits = rnic_cqx_read_dlid_path_bits;
+	return cqx;
 }
 
 int rnic_destroy_cq(struct ibv_cq *ibcq)
@@ -229,7 +341,7 @@ static bool rnic_cqe(struct rnic_context *ctx, const struct rnic_cq_entry *c,
 
 static int rnic_poll_direct(struct rnic_cq *cq, int num, struct ibv_wc *wc)
 {
-	struct rnic_context *ctx = to_rctx(cq->ibcq.context);
+	struct rnic_context *ctx = to_rctx(cq->vcq.cq.context);
 	const struct rnic_cq_entry *e;
 	struct rnic_cq_entry c;
 	uint32_t start;

@@ -8,10 +8,13 @@
  *   verbs-wr-check -c ADDR PORT   client: one ibv_wr_start..wr_complete
  *                                 batch of an RDMA Write, an RDMA Read of
  *                                 the same bytes back, and a Send of
- *                                 "done" as inline data
+ *                                 "done" as inline data, their completions
+ *                                 read from an ibv_create_cq_ex CQ in one
+ *                                 start_poll..end_poll session
  * Both check every byte; exit 0 and "verbs-wr-check: ok" when all is right.
  * Built against the guests' own libibverbs-dev and librdmacm-dev.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,8 @@ struct peer_buf {
 	uint64_t addr;
 	uint32_t rkey;
 };
+
+static struct ibv_cq_ex *client_cqx;	/* the client's send CQ */
 
 static int fail(const char *what)
 {
@@ -49,6 +54,41 @@ static int wait_wc(struct ibv_cq *cq, uint64_t want)
 	return 0;
 }
 
+/*
+ * The three send completions of the client's batch, in one poll session
+ * of an extended CQ: each a success of the WR and opcode expected, with
+ * the QP's number and, for the Read, its length.
+ */
+static int wait_wcx(struct ibv_cq_ex *cqx, uint32_t qpn)
+{
+	static const enum ibv_wc_opcode op[] = {
+		IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_SEND
+	};
+	struct ibv_poll_cq_attr attr = {};
+	int ret, bad = 0;
+
+	while ((ret = ibv_start_poll(cqx, &attr)) == ENOENT)
+		;
+	if (ret)
+		return fail("ibv_start_poll failed");
+	for (unsigned int i = 0; i < 3; i++) {
+		while (i && (ret = ibv_next_poll(cqx)) == ENOENT)
+			;
+		if (ret || cqx->status != IBV_WC_SUCCESS ||
+		    cqx->wr_id != i + 1 || ibv_wc_read_opcode(cqx) != op[i] ||
+		    ibv_wc_read_qp_num(cqx) != qpn ||
+		    (i == 1 && ibv_wc_read_byte_len(cqx) != BUF_LEN)) {
+			fprintf(stderr, "verbs-wr-check: cq_ex completion %u: wr_id %llu status %s\n",
+				i, (unsigned long long)cqx->wr_id,
+				ibv_wc_status_str(cqx->status));
+			bad = 1;
+			break;
+		}
+	}
+	ibv_end_poll(cqx);
+	return bad;
+}
+
 static struct rdma_cm_id *endpoint(const char *addr, const char *port,
 				   int passive, int wr_api)
 {
@@ -71,6 +111,11 @@ static struct rdma_cm_id *endpoint(const char *addr, const char *port,
 		id = NULL;
 	rdma_freeaddrinfo(res);
 	if (id && !passive) {
+		struct ibv_cq_init_attr_ex cqa = {
+			.cqe = 16,
+			.wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
+				    IBV_WC_EX_WITH_QP_NUM,
+		};
 		struct ibv_qp_init_attr_ex ex = {
 			.cap = attr.cap,
 			.sq_sig_all = 1,
@@ -80,8 +125,13 @@ static struct rdma_cm_id *endpoint(const char *addr, const char *port,
 					  IBV_QP_EX_WITH_RDMA_WRITE |
 					  IBV_QP_EX_WITH_RDMA_READ,
 		};
+		struct ibv_cq_ex *cqx = ibv_create_cq_ex(id->verbs, &cqa);
 
-		if (!wr_api || rdma_create_qp_ex(id, &ex)) {
+		/* The send CQ an extended one; rdma_cm makes the other. */
+		if (cqx)
+			ex.send_cq = ibv_cq_ex_to_cq(cqx);
+		client_cqx = cqx;
+		if (!wr_api || !cqx || rdma_create_qp_ex(id, &ex)) {
 			rdma_destroy_ep(id);
 			id = NULL;
 		}
@@ -174,12 +224,11 @@ static int client(const char *addr, const char *port)
 	strcpy(done, "XXXX");
 	if (ibv_wr_complete(qpx))
 		return fail("ibv_wr_complete failed");
-	if (wait_wc(id->send_cq, 1) || wait_wc(id->send_cq, 2) ||
-	    wait_wc(id->send_cq, 3))
+	if (wait_wcx(client_cqx, id->qp->qp_num))
 		return 1;
 	if (memcmp(rbuf, wbuf, BUF_LEN))
 		return fail("the RDMA Read did not return the written bytes");
-	printf("verbs-wr-check: ok (client: Write, Read, inline Send in one batch)\n");
+	printf("verbs-wr-check: ok (client: Write, Read, inline Send in one batch; completions from an ibv_cq_ex)\n");
 	rdma_disconnect(id);
 	return 0;
 }
