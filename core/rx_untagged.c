@@ -392,6 +392,27 @@ int rnic_rx_atomic_resp(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
 
 /* ---- the peer's Terminate ---- */
 
+/*
+ * Whether the Terminate quotes our oldest outstanding Read or Atomic @wr,
+ * which then gets the real reason: a Read Request is quoted with its
+ * RDMAP header (HdrCt R), an Atomic Request by its DDP header alone (RFC
+ * 7306 gives HdrCt no bit of its own). The target answers requests in
+ * order, so the one it refuses is the oldest we have not had answered.
+ */
+static bool term_names_request(const struct rnic_term_info *info,
+                               const struct rnic_send_wr *wr)
+{
+    if (!wr) {
+        return false;
+    }
+    if (info->hdrct & RNIC_TERM_HDRCT_R) {
+        return rnic_wr_is_read(wr->opcode);
+    }
+    return (info->hdrct & RNIC_TERM_HDRCT_D) && !info->ddp.tagged &&
+           info->ddp.opcode == RNIC_RDMAP_ATOMIC_REQ &&
+           !rnic_wr_is_read(wr->opcode);
+}
+
 int rnic_rx_terminate(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
 {
     struct rnic_term_info info;
@@ -409,9 +430,8 @@ int rnic_rx_terminate(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     if (ep->ops && ep->ops->term_received) {
         ep->ops->term_received(ep->opaque, info.code);
     }
-    /* The Read Request it names is ours: it gets the real reason. */
     wr = rnic_qp_sq_oldest_read(ep->qp);
-    if ((info.hdrct & RNIC_TERM_HDRCT_R) && wr) {
+    if (term_names_request(&info, wr)) {
         rnic_qp_sq_done(ep->qp, wr, rnic_term_wc_status(info.code));
     }
     rnic_ep_set_state(ep, RNIC_QP_TERMINATE);

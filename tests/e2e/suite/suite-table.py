@@ -6,7 +6,9 @@ console logs (SUITE-RESULT lines of run-suite.py), and its verdict:
 - every test that passes on siw passes on rnic;
 - no test fails or errors on rnic unless ALLOWED names it, with the
   reason (a test that assumes InfiniBand: docs/driver-guide.md,
-  "rdma-core's test suite").
+  "rdma-core's test suite");
+- where ALLOWED names a test of test_iwarp.py in its place ("iwarp:
+  CLASS.TEST"), that test passes on rnic.
 
 Usage: suite-table.py RNIC_LOG SIW_LOG ALLOWED
 """
@@ -15,6 +17,7 @@ import sys
 from collections import Counter
 
 LINE = re.compile(r"^SUITE-RESULT (\w+) (\S+)(?: (.*))?$")
+IWARP = re.compile(r"\biwarp: (\S+)")
 BAD = ("fail", "error")
 
 
@@ -42,6 +45,12 @@ def allowed(path):
     return out
 
 
+def outcome(got, suffix):
+    """The outcome of the one test whose id ends with @suffix, or "-"."""
+    found = [o for t, (o, _) in got.items() if t.endswith(suffix)]
+    return found[0] if len(found) == 1 else "-"
+
+
 def main(rnic_log, siw_log, allowed_path):
     rnic, rnic_ended = results(rnic_log)
     siw, siw_ended = results(siw_log)
@@ -62,6 +71,11 @@ def main(rnic_log, siw_log, allowed_path):
                             f"{rnic.get(test, ('', ''))[1]}")
         elif r in BAD and test not in ok_bad:
             problems.append(f"{test}: {r} on rnic: {rnic[test][1]}")
+    for test, why in sorted(ok_bad.items()):
+        m = IWARP.search(why)
+        if m and outcome(rnic, "test_iwarp." + m.group(1)) != "pass":
+            problems.append(f"{test}: its rdma_cm counterpart {m.group(1)}"
+                            f" did not pass on rnic")
     for name, got in (("rnic", rnic), ("siw", siw)):
         c = Counter(o for o, _ in got.values())
         print(f"suite: {name}: {len(got)} tests, " +
