@@ -3,7 +3,6 @@
 #include <string.h>
 #include "crc32c.h"
 
-#define CRC32C_POLY_REFLECTED 0x82f63b78u
 
 static uint32_t crc32c_table[8][256];
 

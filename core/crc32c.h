@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The Castagnoli polynomial 0x1EDC6F41, bit-reflected (LSB first). */
+#define CRC32C_POLY_REFLECTED 0x82f63b78u
+
 /* The fastest implementation this CPU supports, chosen on first use. */
 uint32_t rnic_crc32c(uint32_t crc, const void *buf, size_t len);
 

@@ -36,8 +36,6 @@
 #ifdef __x86_64__
 #include <immintrin.h>
 
-#define CRC32C_POLY_REFLECTED 0x82f63b78u
-
 /* x^(n - 32) mod P, reflected and shifted left by one: see above. */
 static uint64_t crc32c_xpow(unsigned n)
 {

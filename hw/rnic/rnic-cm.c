@@ -140,9 +140,6 @@ static void rnic_fd_names(int fd, struct rnic_sockaddr *local,
  */
 static uint8_t rnic_cm_rtr(RnicState *s, bool initiator, uint8_t given)
 {
-    QEMU_BUILD_BUG_ON(RNIC_RTR_SEND != RNIC_MPA_RTR_SEND ||
-                      RNIC_RTR_WRITE != RNIC_MPA_RTR_WRITE ||
-                      RNIC_RTR_READ != RNIC_MPA_RTR_READ);
     if (given & RNIC_RTR_GIVEN) {
         return given & RNIC_RTR_TYPES;
     }

@@ -22,10 +22,6 @@
 #define RNIC_CMDQ_BUDGET        64
 #define RNIC_CMDQ_BUDGET_BYTES  (1 * MiB)
 
-/* The ABI's private-data limit is the MPA frame's (RFC 5044). */
-QEMU_BUILD_BUG_ON(RNIC_MPA_PDATA_MAX != RNIC_MPA_PD_MAX);
-QEMU_BUILD_BUG_ON(RNIC_FAST_REG_MAX_PAGES != RNIC_MR_FAST_MAX_PAGES);
-
 typedef struct RnicCmdDesc {
     const char *name;
     RnicCmdFn *fn;

@@ -18,7 +18,6 @@
 #include "monitor/monitor.h"
 #include "system/iothread.h"
 #include "rnic.h"
-#include "rnic-core.h"
 #include "trace.h"
 
 #define RNIC_PCIE_CAP_OFFSET 0xe0
@@ -221,7 +220,7 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     }
     s->cmdq_bh = rnic_bh_new(s, rnic_cmdq_bh, s);
     s->wq_bh = rnic_bh_new(s, rnic_wq_bh, s);
-    trace_rnic_realize(rnic_core_version());
+    trace_rnic_realize(RNIC_ABI_MAJOR, RNIC_ABI_MINOR);
 }
 
 /*

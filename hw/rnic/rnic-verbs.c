@@ -98,12 +98,6 @@ static enum rnic_stag_policy rnic_policy(uint8_t policy)
     }
 }
 
-/* The ABI's access bits are the core's (both follow verbs' order). */
-QEMU_BUILD_BUG_ON(RNIC_ACC_LOCAL_READ != RNIC_ACCESS_LOCAL_READ ||
-                  RNIC_ACC_REMOTE_WRITE != RNIC_ACCESS_REMOTE_WRITE ||
-                  RNIC_ACC_MW_BIND != RNIC_ACCESS_MW_BIND);
-#define RNIC_ACC_ALL 0x3f
-
 /* The field of REG_MR's payload that is out of range, as the spec names it. */
 static const char *rnic_reg_mr_bad_field(const struct rnic_cmd_reg_mr *p)
 {
@@ -706,13 +700,6 @@ void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
     qp->term_etype = etype;
     qp->term_ecode = ecode;
 }
-
-/* QUERY_QP reports the core's state as is: the numbering is the same. */
-QEMU_BUILD_BUG_ON((int)RNIC_QP_IDLE != (int)RNIC_QPS_IDLE ||
-                  (int)RNIC_QP_RTS != (int)RNIC_QPS_RTS ||
-                  (int)RNIC_QP_CLOSING != (int)RNIC_QPS_CLOSING ||
-                  (int)RNIC_QP_TERMINATE != (int)RNIC_QPS_TERMINATE ||
-                  (int)RNIC_QP_ERROR != (int)RNIC_QPS_ERROR);
 
 /* ---- the tables ---- */
 

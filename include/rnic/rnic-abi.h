@@ -181,6 +181,7 @@ struct rnic_cmd_pd {                /* CREATE_PD, DESTROY_PD */
 #define RNIC_ACC_REMOTE_WRITE    (1u << 3)
 #define RNIC_ACC_REMOTE_ATOMIC   (1u << 4)
 #define RNIC_ACC_MW_BIND         (1u << 5)
+#define RNIC_ACC_ALL             0x3fu       /* every RNIC_ACC_* bit */
 
 /* Invalidation policy of an STag (docs/spec.md "Invalidation policy"). */
 #define RNIC_MR_POLICY_DEFAULT    0   /* the device's stag-default */

@@ -85,7 +85,7 @@ static uint32_t crc32c_bitwise(uint32_t crc, const uint8_t *p, size_t len)
     while (len--) {
         c ^= *p++;
         for (int k = 0; k < 8; k++) {
-            c = (c >> 1) ^ (c & 1 ? 0x82f63b78u : 0);
+            c = (c >> 1) ^ (c & 1 ? CRC32C_POLY_REFLECTED : 0);
         }
     }
     return ~c;
