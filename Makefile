@@ -33,11 +33,12 @@ QEMU_BIN   := $(BUILD)/qemu-system-x86_64
 FIRMWARE_DIRS := /usr/share/qemu /usr/share/seabios /usr/lib/ipxe/qemu
 # Our files inside QEMU's build: QEMU builds without -Werror, we do not.
 OUR_QEMU_FILES := (hw/rnic|rnic-core|qtest/rnic|libqos/rnic)
-RNIC_QTESTS := rnic-test rnic-cm-test rnic-dp-test rnic-peer-test \
-               rnic-limits-test rnic-hostile-test rnic-p2p-test rnic-iommu-test
+# qtests-in RUN: the qtests of tests/qtest/qtests.txt that belong to RUN.
+qtests-in = $(shell awk '!/^\#/ && / $(1)( |$$)/ { print $$1 }' \
+              tests/qtest/qtests.txt)
+RNIC_QTESTS := $(call qtests-in,check)
 QTESTS     := $(RNIC_QTESTS) device-introspect-test
-CAPTURE_QTESTS := rnic-dp-test rnic-peer-test rnic-cm-test rnic-limits-test \
-                  rnic-p2p-test
+CAPTURE_QTESTS := $(call qtests-in,capture)
 # The sanitizer build (build/qemu-san) reports through these: a finding
 # kills QEMU, so the qtest that drove it fails.  Leaks at exit are QEMU's
 # own and not what this build is for.
@@ -112,7 +113,7 @@ qemu-san: need-configure
 	$(call link-firmware,$(QEMU_SAN_BUILD))
 
 # The same QEMU with ThreadSanitizer, and the qtests make check-tsan runs.
-TSAN_QTESTS := $(RNIC_QTESTS) rnic-soak-test
+TSAN_QTESTS := $(RNIC_QTESTS) $(call qtests-in,tsan)
 qemu-tsan: need-configure
 	@bash scripts/lay-device.sh $(QEMU_SRC) $(CURDIR)
 	$(call ninja-ours,$(QEMU_TSAN_BUILD),qemu-system-x86_64 \

@@ -63,10 +63,8 @@ wire "$qemu/hw/meson.build" \
     "^subdir\('rnic-core'\)" "subdir('rnic') $mark"
 wire "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
 wire "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
-qtests="'rnic-test', 'rnic-cm-test', 'rnic-dp-test', 'rnic-peer-test',"
-qtests="$qtests 'rnic-limits-test', 'rnic-device-bench',"
-qtests="$qtests 'rnic-hostile-test', 'rnic-p2p-test', 'rnic-soak-test',"
-qtests="$qtests 'rnic-iommu-test'"
+qtests=$(awk '!/^#/ && NF { printf "%s\x27%s\x27", n++ ? ", " : "", $1 }' \
+    "$repo/tests/qtest/qtests.txt")
 wire "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
     "qtests_x86_64 += [$qtests] $mark"
 wire "$qemu/tests/qtest/libqos/meson.build" "^        'e1000e.c',$" \
