@@ -169,14 +169,14 @@ bool rnic_cq_overflowed(const struct rnic_cq *cq)
 }
 
 /* Tables indexed by enum value; an out-of-range value prints as "?". */
-static const char *rnic_name(const char *const *names, unsigned count,
-                             unsigned value)
+static const char *rnic_enum_name(const char *const *names, unsigned count,
+                                  unsigned value)
 {
     return value < count && names[value] ? names[value] : "?";
 }
 
 #define RNIC_NAME(table, value) \
-    rnic_name(table, sizeof(table) / sizeof(table[0]), (unsigned)(value))
+    rnic_enum_name(table, sizeof(table) / sizeof(table[0]), (unsigned)(value))
 
 const char *rnic_wr_opcode_str(enum rnic_wr_opcode op)
 {

@@ -132,8 +132,8 @@ static int rnic_qp_wr_alloc(struct rnic_qp *qp, uint32_t max_send_wr)
 {
 	qp->cap = max_send_wr ? max_send_wr : 1;
 	qp->wrs = calloc(qp->cap, sizeof(*qp->wrs));
-	qp->sges = calloc((size_t)qp->cap * RNIC_MAX_SGE, sizeof(*qp->sges));
-	qp->inl = malloc((size_t)qp->cap * RNIC_INLINE_MAX);
+	qp->sges = calloc((size_t)qp->cap * RNIC_WQE_MAX_SGE, sizeof(*qp->sges));
+	qp->inl = malloc((size_t)qp->cap * RNIC_WQE_INLINE_MAX);
 	return qp->wrs && qp->sges && qp->inl ? 0 : ENOMEM;
 }
 

@@ -29,8 +29,6 @@
 #include "rnic-abi.h"
 #include "rnic-ib-uapi.h"
 
-#define RNIC_MAX_SGE	RNIC_WQE_MAX_SGE
-#define RNIC_INLINE_MAX	RNIC_WQE_INLINE_MAX
 
 /* The qpn -> QP table of direct CQs: RNIC_QP_TBL blocks of as many. */
 #define RNIC_QP_TBL	256
@@ -80,7 +78,7 @@ struct rnic_qp {
 	/* ibv_wr_*: the WRs between wr_start and wr_complete. */
 	struct ibv_send_wr *wrs;
 	struct ibv_sge *sges;
-	uint8_t *inl;		/* RNIC_INLINE_MAX bytes per WR */
+	uint8_t *inl;		/* RNIC_WQE_INLINE_MAX bytes per WR */
 	uint32_t cap, n;
 	int err;
 };

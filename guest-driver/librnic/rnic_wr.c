@@ -40,7 +40,7 @@ static struct ibv_send_wr *rnic_wr_next(struct ibv_qp_ex *qpx,
 	}
 	wr = &qp->wrs[qp->n];
 	memset(wr, 0, sizeof(*wr));
-	wr->sg_list = &qp->sges[qp->n * RNIC_MAX_SGE];
+	wr->sg_list = &qp->sges[qp->n * RNIC_WQE_MAX_SGE];
 	wr->opcode = opcode;
 	wr->wr_id = qpx->wr_id;
 	wr->send_flags = qpx->wr_flags;
@@ -155,7 +155,7 @@ static void rnic_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num,
 
 	if (!wr)
 		return;
-	if (num > RNIC_MAX_SGE) {
+	if (num > RNIC_WQE_MAX_SGE) {
 		qpx_to_rqp(qpx)->err = EINVAL;
 		return;
 	}
@@ -174,7 +174,7 @@ static void rnic_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
 /*
  * Inline data: the caller may reuse its buffer on return, but the batch
  * is posted only at wr_complete, so the bytes wait in the WR's own
- * RNIC_INLINE_MAX-byte slot; post_send copies them into the WQE
+ * RNIC_WQE_INLINE_MAX-byte slot; post_send copies them into the WQE
  * (IBV_SEND_INLINE).
  */
 static void rnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num,
@@ -187,9 +187,9 @@ static void rnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num,
 
 	if (!wr)
 		return;
-	slot = qp->inl + (size_t)(qp->n - 1) * RNIC_INLINE_MAX;
+	slot = qp->inl + (size_t)(qp->n - 1) * RNIC_WQE_INLINE_MAX;
 	for (i = 0; i < num; i++) {
-		if (list[i].length > RNIC_INLINE_MAX - len) {
+		if (list[i].length > RNIC_WQE_INLINE_MAX - len) {
 			qp->err = EINVAL;
 			return;
 		}

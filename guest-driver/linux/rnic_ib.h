@@ -6,9 +6,12 @@
  * commands for user space, and iw_cm ops mapped onto the device's
  * host-side connections (docs/driver-guide.md, "The ib_device").
  *
- * rnic_ib_main.c registers the device and its netdev and answers the
- * queries; rnic_ib_mr.c has PDs and MRs, rnic_ib_cq.c CQs, rnic_ib_qp.c QPs
- * and the data path, rnic_ib_cm.c the iw_cm ops and connection events.
+ * rnic_ib_main.c registers the device and its netdev, answers the
+ * queries and queues the device's events; rnic_ib_mr.c has PDs, MRs and
+ * MWs, rnic_ib_cq.c CQs, rnic_ib_qp.c QPs and the data path,
+ * rnic_ib_srq.c SRQs, rnic_ib_cm.c the iw_cm ops and the queued events;
+ * rnic_ib_umap.c is what a process maps, rnic_ib_dv.c rnic's own verbs
+ * (rnic_ib_dv.h).
  */
 #ifndef RNIC_IB_H
 #define RNIC_IB_H
@@ -201,17 +204,17 @@ static inline struct rnic_ib_mr *to_rmr(struct ib_mr *mr)
 	return container_of(mr, struct rnic_ib_mr, ibmr);
 }
 
-static inline struct rnic_ib_cq *to_rcq(struct ib_cq *cq)
+static inline struct rnic_ib_cq *to_rnic_ib_cq(struct ib_cq *cq)
 {
 	return container_of(cq, struct rnic_ib_cq, ibcq);
 }
 
-static inline struct rnic_ib_srq *to_rsrq(struct ib_srq *srq)
+static inline struct rnic_ib_srq *to_rnic_ib_srq(struct ib_srq *srq)
 {
 	return container_of(srq, struct rnic_ib_srq, ibsrq);
 }
 
-static inline struct rnic_ib_qp *to_rqp(struct ib_qp *qp)
+static inline struct rnic_ib_qp *to_rnic_ib_qp(struct ib_qp *qp)
 {
 	return container_of(qp, struct rnic_ib_qp, ibqp);
 }

@@ -58,7 +58,7 @@ int rnic_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	/* A kernel CQ has no bundle. */
 	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
 	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
-	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	struct rnic_ib_cq *cq = to_rnic_ib_cq(ibcq);
 	struct rnic_cmd_cq p = { };
 	struct rnic_cmd cmd;
 	u32 log, udb = 0;
@@ -112,7 +112,7 @@ err_ring:
 int rnic_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
-	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	struct rnic_ib_cq *cq = to_rnic_ib_cq(ibcq);
 	int err;
 
 	err = rnic_ib_cmd_handle(dev, RNIC_CMD_DESTROY_CQ, cq->cqn);
@@ -274,7 +274,7 @@ static bool rnic_ib_cqe(struct rnic_ib_dev *dev, const struct rnic_cq_entry *c,
 int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
-	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	struct rnic_ib_cq *cq = to_rnic_ib_cq(ibcq);
 	struct rnic_cq_entry *e, c;
 	unsigned long flags;
 	u32 start;
@@ -316,7 +316,7 @@ int rnic_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 int rnic_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibcq->device);
-	struct rnic_ib_cq *cq = to_rcq(ibcq);
+	struct rnic_ib_cq *cq = to_rnic_ib_cq(ibcq);
 	u32 arm = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
 		  RNIC_DB_ARM_SOLICITED : RNIC_DB_ARM_NEXT;
 	unsigned long irqflags;

@@ -24,7 +24,7 @@ int rnic_ib_qp_set_rtr(struct ib_qp *ibqp, u32 rtr)
 	    (rtr && !(rtr & RNIC_RTR_GIVEN)))
 		return -EINVAL;
 	mutex_lock(&dev->cm_lock);
-	to_rqp(ibqp)->rtr = rtr;
+	to_rnic_ib_qp(ibqp)->rtr = rtr;
 	mutex_unlock(&dev->cm_lock);
 	return 0;
 }
@@ -66,7 +66,7 @@ static int rnic_ib_conn_live(struct rnic_ib_dev *dev, u32 conn_id,
 int rnic_ib_qp_query_conn(struct ib_qp *ibqp, struct rnic_ib_conn *out)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));

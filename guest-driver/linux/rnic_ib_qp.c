@@ -124,7 +124,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 		      struct ib_udata *udata)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 	struct rnic_cmd_qp p = { };
 	struct ib_qp_cap *cap = &attr->cap;
 	struct rnic_cmd cmd;
@@ -135,7 +135,7 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (err)
 		return err;
 	/* With an SRQ, no receive queue of its own (rlog 0: no ring). */
-	qp->srq = attr->srq ? to_rsrq(attr->srq) : NULL;
+	qp->srq = attr->srq ? to_rnic_ib_srq(attr->srq) : NULL;
 	slog = rnic_ib_log(cap->max_send_wr * RNIC_IB_SQ_WQES_PER_WR);
 	rlog = qp->srq ? 0 : rnic_ib_log(cap->max_recv_wr);
 	spin_lock_init(&qp->sq_lock);
@@ -153,8 +153,8 @@ int rnic_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *attr,
 	if (err)
 		goto err_free;
 	p.pdn = cpu_to_le32(to_rpd(ibqp->pd)->pdn);
-	p.send_cqn = cpu_to_le32(to_rcq(attr->send_cq)->cqn);
-	p.recv_cqn = cpu_to_le32(to_rcq(attr->recv_cq)->cqn);
+	p.send_cqn = cpu_to_le32(to_rnic_ib_cq(attr->send_cq)->cqn);
+	p.recv_cqn = cpu_to_le32(to_rnic_ib_cq(attr->recv_cq)->cqn);
 	p.srqn = cpu_to_le32(qp->srq ? qp->srq->srqn : RNIC_NO_SRQ);
 	p.sq_addr = cpu_to_le64(qp->sq.dma);
 	p.rq_addr = cpu_to_le64(qp->rq.dma);
@@ -189,12 +189,12 @@ err_free:
 
 void rnic_ib_qp_get(struct ib_qp *ibqp)
 {
-	refcount_inc(&to_rqp(ibqp)->ref);
+	refcount_inc(&to_rnic_ib_qp(ibqp)->ref);
 }
 
 void rnic_ib_qp_put(struct ib_qp *ibqp)
 {
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 
 	if (refcount_dec_and_test(&qp->ref))
 		complete(&qp->free);
@@ -226,7 +226,7 @@ int rnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		      struct ib_udata *udata)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 	int err = 0;
 
 	if (!(mask & IB_QP_STATE))
@@ -262,7 +262,7 @@ int rnic_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int rnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		     struct ib_qp_init_attr *init)
 {
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
@@ -287,7 +287,7 @@ int rnic_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int rnic_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 	int err;
 
 	/* The connection's consumer hears of its end first. */
@@ -297,10 +297,10 @@ int rnic_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		dev_warn(&dev->rdev->pdev->dev, "QP %u: DESTROY_QP failed (%d)\n",
 			 qp->qpn, err);
 	/* A poller that found the QP before the erase is done with it. */
-	spin_lock_irq(&to_rcq(ibqp->send_cq)->lock);
-	spin_unlock_irq(&to_rcq(ibqp->send_cq)->lock);
-	spin_lock_irq(&to_rcq(ibqp->recv_cq)->lock);
-	spin_unlock_irq(&to_rcq(ibqp->recv_cq)->lock);
+	spin_lock_irq(&to_rnic_ib_cq(ibqp->send_cq)->lock);
+	spin_unlock_irq(&to_rnic_ib_cq(ibqp->send_cq)->lock);
+	spin_lock_irq(&to_rnic_ib_cq(ibqp->recv_cq)->lock);
+	spin_unlock_irq(&to_rnic_ib_cq(ibqp->recv_cq)->lock);
 	/* iw_cm may still hold the QP until it has taken our CLOSE. */
 	rnic_ib_qp_put(ibqp);
 	while (!wait_for_completion_timeout(&qp->free, 10 * HZ))
@@ -466,7 +466,7 @@ int rnic_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		      const struct ib_send_wr **bad)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 	u32 mask = (1u << qp->sq.log_size) - 1;
 	struct rnic_sq_wqe wqe, imm;
 	unsigned long flags;
@@ -530,7 +530,7 @@ static int rnic_ib_post_recv_link(struct ib_qp *ibqp,
 				  const struct ib_recv_wr **bad, u32 linked)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibqp->device);
-	struct rnic_ib_qp *qp = to_rqp(ibqp);
+	struct rnic_ib_qp *qp = to_rnic_ib_qp(ibqp);
 	u32 mask = (1u << qp->rq.log_size) - 1, start;
 	struct rnic_rq_wqe *w;
 	unsigned long flags;

@@ -60,7 +60,7 @@ int rnic_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 {
 	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
 	const struct rnic_device_attr *d = &dev->rdev->attr;
-	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	struct rnic_ib_srq *srq = to_rnic_ib_srq(ibsrq);
 	struct ib_srq_attr *a = &init->attr;
 	struct rnic_cmd_srq p = { };
 	struct rnic_cmd cmd;
@@ -114,7 +114,7 @@ err_free:
 int rnic_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
-	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	struct rnic_ib_srq *srq = to_rnic_ib_srq(ibsrq);
 	int err;
 
 	/* After this, no SRQ_LIMIT event finds it. */
@@ -138,7 +138,7 @@ int rnic_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		       enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
-	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	struct rnic_ib_srq *srq = to_rnic_ib_srq(ibsrq);
 	struct rnic_cmd_modify_srq p = {
 		.srqn = cpu_to_le32(srq->srqn),
 		.limit = cpu_to_le32(attr->srq_limit),
@@ -181,7 +181,7 @@ void rnic_ib_srq_limit(struct rnic_ib_dev *dev, u32 srqn)
 
 int rnic_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
-	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	struct rnic_ib_srq *srq = to_rnic_ib_srq(ibsrq);
 
 	attr->max_wr = 1u << srq->ring.log_size;
 	attr->max_sge = RNIC_WQE_MAX_SGE;
@@ -193,7 +193,7 @@ int rnic_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			  const struct ib_recv_wr **bad)
 {
 	struct rnic_ib_dev *dev = to_rdev(ibsrq->device);
-	struct rnic_ib_srq *srq = to_rsrq(ibsrq);
+	struct rnic_ib_srq *srq = to_rnic_ib_srq(ibsrq);
 	u32 mask = (1u << srq->ring.log_size) - 1, start, tag;
 	unsigned long flags;
 	int err = 0;
