@@ -214,7 +214,8 @@ static uint32_t crc32c_copy_plain(uint32_t crc, void *dst, const void *src,
 /*
  * cpuid at run time: QEMU may run on another CPU than it was built on.
  * The 128-bit PCLMULQDQ fold is not chosen: `make bench` measured it
- * below the crc32 streams even on 1460 octets (14 against 16 GB/s).
+ * below the crc32 streams even on 1460 octets (docs/protocol.md, "Cost
+ * of the CRC").
  * Idempotent, so two first callers (main loop and an IOThread) racing
  * is harmless.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The endpoint's state, shared by engine.c, tx.c, tx_frame.c, rx.c,
- * rx_untagged.c and term.c only.
+ * The endpoint's state, shared by engine.c, tx.c, tx_frame.c,
+ * tx_fast_reg.c, tx_inval.c, rx.c, rx_untagged.c and term.c only.
  */
 #ifndef RNIC_ENGINE_INTERNAL_H
 #define RNIC_ENGINE_INTERNAL_H
@@ -183,13 +183,13 @@ bool rnic_ep_sending_allowed(const struct rnic_ep *ep);
 /* tx.c */
 /* Frames one more FPDU into the ring; false if there is none to send now. */
 bool rnic_tx_build_next(struct rnic_ep *ep);
-
 /* A WR failed locally: its CQE, our Terminate, QP to ERROR. */
+void rnic_tx_wr_failed(struct rnic_ep *ep, struct rnic_send_wr *wr,
+                       enum rnic_wc_status status);
+
 /* tx_fast_reg.c: a FAST_REG work request, its page list read now. */
 enum rnic_wc_status rnic_tx_fast_reg(struct rnic_ep *ep,
                                      const struct rnic_fast_reg_params *p);
-void rnic_tx_wr_failed(struct rnic_ep *ep, struct rnic_send_wr *wr,
-                       enum rnic_wc_status status);
 
 /* tx_inval.c: no byte of an invalidated STag leaves after it went */
 /* Room for the rest of one FPDU, markers included. */
@@ -240,6 +240,7 @@ int rnic_rx_refuse(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
                    struct rnic_term_code code);
 int rnic_rx_place(struct rnic_ep *ep, const struct rnic_mem_ref *ref,
                   const uint8_t *data);
+/* rx_untagged.c: the untagged messages, by RDMAP opcode */
 int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
 int rnic_rx_imm(struct rnic_ep *ep, const struct rnic_rx_seg *seg);
 int rnic_rx_read_req(struct rnic_ep *ep, const struct rnic_rx_seg *seg);

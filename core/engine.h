@@ -66,11 +66,10 @@
  * At most this many FPDUs in flight, and so in one rnic_ep_tx_peek_batch()
  * (a ring entry each per endpoint: about 500 octets unmarked, 5 KiB with
  * markers; the ring holds 64 until a batch needs more).  Unmarked FPDUs
- * take about three iovecs each.  `make bench` (2026-12-01): 64 FPDUs and
- * 256 KiB per writev, with 256 KiB reads, moved 1 MiB Writes at 5.5 GB/s
- * where 24 and 64 KiB moved 2.2; between two QEMU processes 1 MiB per
- * writev (16 FPDUs of 64 KiB) took Writes from 0.5-0.75 of raw TCP to
- * 0.85-1.07 (2026-12-02).
+ * take about three iovecs each.  Batches are large because a writev, and
+ * a turn of the event loop, costs about the same whatever it carries:
+ * small ones made the system calls, not the data, the limit
+ * (docs/protocol.md section 4, "Batches", has the figures).
  */
 #define RNIC_EP_TX_BATCH_FPDUS  256
 /* The ring entries an endpoint starts with (and keeps, with markers). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What stag.c, mr.c and mw.c share about the protection table; nothing
- * outside those three files includes this.
+ * What stag.c, mr.c, mr_fast.c and mw.c share about the protection
+ * table; nothing outside those four files includes this.
  */
 #ifndef RNIC_STAG_INTERNAL_H
 #define RNIC_STAG_INTERNAL_H

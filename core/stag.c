@@ -84,9 +84,9 @@ bool rnic_stag_rdmap_error(enum rnic_stag_status st, uint8_t *etype,
  * The entry array: anonymous memory, zero and not committed until a slot
  * is first written (as calloc gave), asked for in huge pages.  A lookup
  * lands on a random slot of up to 48 MiB: with 4 KiB pages nearly every
- * one is a TLB miss as well as a cache miss, and the page walk, not the
- * slot, was most of its cost (stag-lookup 0.13, stag-resolve 0.05 of a
- * plain array's speed before; see `make bench`).
+ * one is a TLB miss as well as a cache miss, and a huge page spares the
+ * page walk where the kernel grants one.  The cache miss stays; what a
+ * lookup and a resolve cost is in docs/protocol.md section 10.
  */
 static void *entries_alloc(size_t bytes)
 {

@@ -10,15 +10,17 @@ E2E_DIR := tests/e2e
 .PHONY: e2e-prep e2e check-e2e check-allow guest-driver check-driver demo
 
 # The scenarios `make check` runs: those that fit CI's time and do not
-# depend on a reference peer's timing.  Of the siw variants, the one of
-# issue 12: siw's peer-to-peer client (Write and Read RTR offered) against
-# rnic's server, and rnic's peer-to-peer client against siw, Debian's rping
-# on both, MPA CRC off (about 45 s).  rnic against stock siw with MPA CRC
-# required by the rnic, rping and perftest both ways (50 to 80 s).
-# Of NVMe over Fabrics (issue 10), one guest's target and host on its own
-# rnic, once with the target's shared receive queues.  On the 6.12 kernel line, rdma-core's tools between two rnic guests
-# (user CQs and mmap, where 6.12's API differs; about 20 s).  rdma-core's
-# own test suite on rnic and on siw, side by side (about 90 s).
+# depend on a reference peer's timing.  Of the siw variants, p2p-both,
+# the RFC 6581 negotiation in both roles: siw's peer-to-peer client (Write
+# and Read RTR offered) against rnic's server, and rnic's peer-to-peer
+# client against siw, Debian's rping on both, MPA CRC off (about 45 s).
+# rnic against stock siw with MPA CRC required by the rnic, rping and
+# perftest both ways (50 to 80 s).  Of NVMe over Fabrics, the kernel's
+# own RDMA user (fast registration, Read with Invalidate), one guest's
+# target and host on its own rnic, once with the target's shared receive
+# queues.  On the 6.12 kernel line, rdma-core's tools between two rnic
+# guests (user CQs and mmap, where 6.12's API differs; about 20 s).
+# rdma-core's own test suite on rnic and on siw, side by side (about 90 s).
 E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-iothread.sh \
              rnic-siw-variants.sh:p2p-both rdma-rnic-siw-crc.sh \
              rdma-rnic.sh rdma-rnic-iothread.sh \

@@ -2,8 +2,9 @@
 /*
  * iw_cm ops on the device's host-side connections.  The guest never opens
  * a TCP connection: LISTEN, CONNECT, ACCEPT, REJECT and DISCONNECT ask the
- * device to do it, and the QP adopts the device's connection when CONNECT
- * or ACCEPT takes it to RTS (seed 004).  Each device connection event
+ * device to do it, and the QP adopts the device's connection, already
+ * MPA-negotiated, when CONNECT or ACCEPT takes it to RTS: a QP has no
+ * state of its own for connection setup.  Each device connection event
  * becomes exactly one iw_cm event, in the order iw_cm requires:
  *
  *   CONN_REQUEST                 -> CONNECT_REQUEST (on the listening id)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * rnic's own verbs for kernel consumers of an rnic ib_device (the same as
- * librnic's infiniband/rnicdv.h gives processes; rnic_ib_dv.c).  A
+ * librnic's infiniband/rnicdv.h gives processes; rnic_ib_dv.c, and
+ * rnic_ib_qp.c for the linked receive).  A
  * consumer checks the device is rnic's (ib_device's driver_id is
  * RDMA_DRIVER_UNKNOWN, its name rnicN) before calling them.
  */

@@ -701,8 +701,8 @@ uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
 }
 
 /*
- * Seed 004: a TCP connection made outside QEMU, handed in as a file
- * descriptor, is offered to the guest like an incoming one.  As responder
+ * A TCP connection made outside QEMU, handed in as a file descriptor, is
+ * offered to the guest like an incoming one.  As responder
  * we first wait for the peer's MPA Request; as initiator the guest's
  * ACCEPT makes us send ours.
  */

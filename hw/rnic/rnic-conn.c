@@ -39,10 +39,10 @@ static void rnic_conn_again(void *opaque);
 /* ---- slots ---- */
 
 /*
- * Fixed socket buffers (sock-buf): with the kernel's autotuning `make
- * bench`'s 1 MiB Reads between two QEMUs moved at 0.68 of raw TCP on
- * average, with 4 MiB at 0.93 (docs/spec.md).  Best effort: the kernel
- * caps the size at net.core.wmem_max and rmem_max.
+ * Fixed socket buffers (sock-buf): the kernel's autotuning left a
+ * loopback connection's speed to chance, and fixed buffers measured
+ * faster between two QEMUs (docs/spec.md, sock-buf).  Best effort: the
+ * kernel caps the size at net.core.wmem_max and rmem_max.
  */
 static void rnic_conn_set_bufs(RnicState *s, int fd)
 {

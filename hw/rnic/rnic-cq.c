@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Completions to the guest (a leaf: calls only the bus, events and
- * traces).  The core CQ says which CQs changed; they wait on a list and
- * are written to the guest rings when the device callback that changed
- * them ends (rnic_leave), so no code path has to remember to flush, and
- * nothing ever scans every CQ.  A vCPU's register write only schedules
- * the work-queue bottom half, which delivers them.
+ * Completions to the guest (a leaf but for one call: it uses the bus,
+ * the rings, events and traces, and rnic_wq_schedule()).  The core CQ
+ * says which CQs changed; they wait on a list and are written to the
+ * guest rings when the device callback that changed them ends
+ * (rnic_leave), so no code path has to remember to flush, and nothing
+ * ever scans every CQ.  A vCPU's register write only schedules the
+ * work-queue bottom half, which delivers them.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"

@@ -10,8 +10,9 @@
  * Each call does a bounded amount of work (RNIC_DP_RX_BUDGET octets read,
  * RNIC_DP_TX_BUDGET written) and returns a verdict; the connection's owner
  * (rnic-conn.c) acts on it: waits, runs the pump again, closes or resets.
- * Nothing here frees or closes anything, so nothing here can pull the
- * connection from under a caller.
+ * Nothing the pump runs frees or closes anything, so nothing here can
+ * pull the connection from under a caller; the owner alone frees the
+ * endpoint, through rnic_dp_stop().
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
@@ -30,9 +31,8 @@
 /*
  * Octets one readable callback may take in RNIC_EP_RX_CHUNK reads: a read
  * that fills the chunk leaves more behind, and reading it now saves the
- * loop turn (a ppoll and the dispatch) that would hand it over.  Taking
- * 1 MiB in up to four reads, the core bench's Writes of 1 MiB went 4%
- * faster (write-1m-crc 5.66-5.69 -> 5.83-5.93 GB/s, three runs each).
+ * loop turn (a ppoll and the dispatch) that would hand it over: one turn
+ * per MiB instead of four (measured in docs/protocol.md section 3).
  */
 #define RNIC_DP_RX_BUDGET RNIC_EP_TX_BATCH_BYTES
 

@@ -301,7 +301,8 @@ static const VMStateDescription rnic_vmstate = {
 /*
  * qom-set DEV handoff-fd NAME[:initiator]: offer a TCP connection made
  * outside QEMU (passed with QMP getfd) to the guest as a pending
- * connection (seed 004).
+ * connection.  The host chose the peer, so no listen-allow or peer-allow
+ * rule applies (docs/spec.md "Handed-in connections").
  */
 static void rnic_set_handoff_fd(Object *obj, const char *value, Error **errp)
 {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Handle lookups (a leaf: reads the device's tables, calls nothing).  A
- * guest-chosen number that names no live object gives NULL; connection
- * ids carry a generation, so a stale one never finds a newer connection.
+ * Handle lookups (a leaf: reads the device's tables and the core's QP
+ * numbers, calls nothing of the device).  A guest-chosen number that
+ * names no live object gives NULL; connection ids carry a generation, so
+ * a stale one never finds a newer connection.
  */
 #include "qemu/osdep.h"
 #include "rnic.h"

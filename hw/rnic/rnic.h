@@ -3,16 +3,26 @@
  * rnic device state shared by the files of hw/rnic/.
  *
  * rnic-pci.c is the QEMU citizen (PCI, BARs, MSI-X, properties, reset);
- * rnic-regs.c decodes BAR 0; rnic-cmdq.c runs the command queue;
- * rnic-verbs.c and rnic-cm.c carry out commands; rnic-wq.c fetches work
- * requests.  rnic-conn.c owns every connection (socket, handlers, timers,
- * state, freeing); rnic-dp.c is its data-path pump and rnic-fault.c the
- * filter the pump consults.  Leaves, which call nothing above them:
- * rnic-tables.c (handle lookups), rnic-cq.c (completions to the guest),
+ * rnic-regs.c decodes BAR 0 and the doorbell pages of BAR 4, and with an
+ * IOThread rnic-db.c carries work-queue and CQ doorbells to it without
+ * the device lock; rnic-cmdq.c runs the command queue; rnic-verbs.c and
+ * rnic-cm.c carry out commands (rnic-addr.c maps the guest's addresses
+ * for rnic-cm.c); rnic-wq.c fetches work requests.  rnic-conn.c owns
+ * every connection (socket, handlers, timers, state, freeing); rnic-dp.c
+ * is its data-path pump and rnic-fault.c the filter the pump consults.
+ * rnic-state.c, rnic-stats.c and rnic-capture.c show the device to the
+ * user (the "state" and "stat-*" properties, pcapng captures).
+ *
+ * Leaves, which call nothing above them: rnic-tables.c (handle lookups),
  * rnic-eq.c (events), rnic-bus.c (DMA and interrupts), rnic-ring.c
- * (every guest ring: one type, one validator), rnic-stats.c.
- * rnic-thread.c says where all of it runs: the main loop, or an IOThread
- * (-device rnic,iothread=ID) with the device lock taken by rnic_enter().
+ * (every guest ring: one type, one validator), and rnic-stats.c, whose
+ * getters only enter and leave the device.  rnic-cq.c (completions to
+ * the guest) is one but for rnic_wq_schedule(): from a vCPU's register
+ * write it leaves delivery to the work-queue bottom half.
+ *
+ * rnic-entry.c is every way in (rnic_enter/leave); rnic-thread.c says
+ * where all of it runs: the main loop, or an IOThread (-device
+ * rnic,iothread=ID) with the device lock taken by rnic_enter().
  */
 #ifndef HW_RNIC_H
 #define HW_RNIC_H
@@ -338,16 +348,17 @@ RnicCmdFn rnic_cmd_create_pd, rnic_cmd_destroy_pd, rnic_cmd_reg_mr,
 bool rnic_verbs_init(RnicState *s, Error **errp);
 void rnic_verbs_reset(RnicState *s);
 void rnic_verbs_fini(RnicState *s);
+/* The data path's: MODIFY_SRQ's limit, checked as receives complete. */
+void rnic_srq_check_limit(RnicState *s, RnicSrq *srq);
+/* The QP's last Terminate, for QUERY_QP. */
+void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
+                       uint8_t ecode);
 
 /* rnic-tables.c (leaf): handle lookups; NULL for no live object */
 RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn);
 RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn);
 RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn);
-void rnic_srq_check_limit(RnicState *s, RnicSrq *srq);
 RnicConn *rnic_conn_get(RnicState *s, uint32_t id);
-/* The QP's last Terminate, for QUERY_QP. */
-void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
-                       uint8_t ecode);
 
 /* rnic-wq.c */
 void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
@@ -363,23 +374,26 @@ void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb);
 void rnic_db_drain(RnicState *s, bool apply);
 
 /*
- * rnic-cq.c (leaf): the core tells which CQs changed (rnic_cq_changed);
- * they are written to the guest's rings when the device callback ends,
- * or earlier by rnic_cqs_deliver() where an event must follow them.
+ * rnic-cq.c (a leaf but for rnic_wq_schedule()): the core tells which CQs
+ * changed (rnic_cq_changed); they are written to the guest's rings when
+ * the device callback ends, or earlier by rnic_cqs_deliver() where an
+ * event must follow them.
  */
 void rnic_cq_changed(void *opaque, struct rnic_cq *core);
 void rnic_cq_kick(RnicState *s, RnicCq *cq);
 void rnic_cq_deliver(RnicState *s, RnicCq *cq);
 void rnic_cqs_deliver(RnicState *s);
 
+/* rnic-addr.c: the addr-map property, guest addresses to host ones */
+bool rnic_addr_map_init(RnicState *s, Error **errp);
+struct rnic_sockaddr rnic_addr_to_host(RnicState *s,
+                                       const struct rnic_sockaddr *guest);
+
 /* rnic-cm.c: connection commands, listeners, address policy */
 void rnic_conn_info_fill(const RnicConn *c, struct rnic_conn_info *info);
 RnicCmdFn rnic_cmd_listen, rnic_cmd_unlisten, rnic_cmd_connect,
     rnic_cmd_accept, rnic_cmd_reject, rnic_cmd_disconnect,
     rnic_cmd_query_conn;
-bool rnic_addr_map_init(RnicState *s, Error **errp);
-struct rnic_sockaddr rnic_addr_to_host(RnicState *s,
-                                       const struct rnic_sockaddr *guest);
 bool rnic_cm_init(RnicState *s, Error **errp);
 void rnic_cm_reset(RnicState *s);
 void rnic_cm_fini(RnicState *s);
@@ -404,7 +418,7 @@ void rnic_conn_run(RnicConn *c);
 void rnic_conns_close_all(RnicState *s);
 void rnic_conn_qp_gone(RnicQp *qp);
 
-/* rnic-dp.c: the data-path pump; never frees, never closes */
+/* rnic-dp.c: the data-path pump; frees only the endpoint (rnic_dp_stop) */
 void rnic_dp_init(RnicState *s);
 bool rnic_dp_start(RnicConn *c);
 int64_t rnic_dp_delay_end(RnicConn *c);

@@ -31,14 +31,15 @@
  *    measured.  One thread drives both ends with poll(), as the device's
  *    event loop would; the raw baseline is driven the same way.  Both
  *    set TCP_NODELAY, as the device does on its connections: with Nagle
- *    on, this loop's raw TCP moved about 2 GB/s where it moves 8-10
- *    without (2026-12-01), a baseline that flattered every ratio.  Both
- *    fix their socket buffers at 4 MiB (SOCK_BUF): left to the kernel's
- *    autotuning, one loopback connection in two moved 1.6-2.8 GB/s for
- *    its whole life and the others 3.8-12 (2026-12-01), so a ratio said
- *    more about which connections it got than about rnic.  Fixed buffers
- *    made most connections steady, not all: each of the two is the
- *    fastest of three drawn (tcp_connect_pair).  MULPDU
+ *    on, this loop's raw TCP moved a fraction of what it moves without,
+ *    a baseline that flattered every ratio.  Both fix their socket
+ *    buffers at 4 MiB (SOCK_BUF): left to the kernel's autotuning, about
+ *    one loopback connection in two stayed much slower than the others
+ *    for its whole life, so a ratio said more about which connections it
+ *    got than about rnic (docs/protocol.md section 3, "What `make bench`
+ *    compares against").  Fixed buffers made most connections steady,
+ *    not all: each of the two is the fastest of three drawn
+ *    (tcp_connect_pair).  MULPDU
  *    comes from the connection's MSS, as in the device; -mss1460 shows
  *    the same with the MULPDU of a 1460-octet MSS (an Ethernet path), with
  *    and without CRC (the difference is what the CRC costs there).

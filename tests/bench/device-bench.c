@@ -20,9 +20,8 @@
  * -nocrc-iothread: -object iothread -device rnic,iothread=).  The
  * bandwidth runs post their WQEs in one batch (one memwrite, one
  * doorbell) and poll every NAP_US microseconds, not without pause.  A run
- * moves XFERS MiB, about 50 ms here: with runs of 64 MiB (15 ms) the
- * ratio of dev-write-1m-crc ranged 0.45-0.83 over four benches, with 192
- * MiB 0.77-0.94 over three (2026-12-02).
+ * moves XFERS MiB: shorter runs left a row's ratio to the machine's noise
+ * (docs/protocol.md section 3).
  * Built in QEMU's qtest tree (laid there as rnic-device-bench.c); `make
  * bench` runs it.
  */

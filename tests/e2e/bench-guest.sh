@@ -18,10 +18,9 @@
 #                   the limit of any TCP-carried device
 # then one table of the figures and their ratios, with the machine's load
 # at start and end.  perftest polls for completions, so the TCG guests
-# keep host cores busy through the bandwidth tests (during ib_write_bw on
-# a 2-core host, 2026-12-02: each guest's vCPU thread ran ~60% of the
-# time, client and server alike, and each IOThread waited for a core as
-# long as it ran); send-bw-ev is Send bandwidth with both sides asleep on
+# keep host cores busy through the bandwidth tests, and on a small host
+# the IOThreads wait for a core (docs/spec.md "On an IOThread" has the
+# figures); send-bw-ev is Send bandwidth with both sides asleep on
 # completion events (perftest has -e for Send, not for Write and Read):
 # the device's bandwidth when the guests leave it the host's cores.
 # Host CPU per byte: the user and system time of each pair's whole

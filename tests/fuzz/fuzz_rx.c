@@ -27,7 +27,8 @@
  *    mapping or into a read-only region;
  *  - octets sent straight from guest memory (zero-copy maps) come from
  *    an STag that is valid when they are sent: after an invalidation
- *    completes no byte of that region leaves (issue 8, defect 7);
+ *    completes no byte of that region leaves, since the guest may
+ *    already have reused the memory;
  *  - a DMA write that failed ends the stream: the QP is no longer in RTS
  *    (our Terminate, or ERROR), whatever else happened; so does a failed
  *    read, unless the transmitter read the same range again later (it

@@ -3,7 +3,8 @@
  * qtest for rnic's connection management.  The test plays the remote iWARP
  * peer over real TCP sockets on 127.0.0.1: it connects to the device's
  * listener, accepts the device's connections and speaks MPA by hand, and
- * hands a connected socket in through QMP getfd (seed 004).
+ * hands a connected socket in through QMP getfd, as a host that makes
+ * the guest's connections itself would.
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
@@ -554,7 +555,7 @@ static void test_active_local_bind(void)
     rnic_test_stop(&c.t);
 }
 
-/* Seed 004: a connection made outside QEMU, handed in by fd. */
+/* A connection made outside QEMU, handed in by fd, reaches the guest. */
 static void test_handoff_fd(void)
 {
     struct rnic_event ev;
@@ -654,7 +655,7 @@ static void test_abortive_disconnect(void)
     rnic_test_stop(&c.t);
 }
 
-/* ---- limits a peer cannot exhaust (issue 8, defects 4 and 5) ---- */
+/* ---- limits a peer cannot exhaust: slots, descriptors, events ---- */
 
 /* True when the device closed or reset @fd within @secs seconds. */
 static bool closed_within(int fd, int secs)

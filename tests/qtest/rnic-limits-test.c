@@ -2,8 +2,8 @@
 /*
  * qtest of what bounds a hostile guest: each table limit on its own, the
  * page-list memory cap, the range of every max-* property at realize, and
- * a command queue that cannot hold QEMU's main loop (issue 8, defects 2
- * and 3).
+ * a command queue that cannot hold QEMU's main loop: a guest may use the
+ * device only as far as it was given, and never stall the host.
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"

@@ -1269,7 +1269,7 @@ static void test_iothread_does_the_work(void)
     peer_stop(&p);
 }
 
-/* ---- closing, malformed work, floods (issue 8, defects 2, 4, 8) ---- */
+/* ---- closing, malformed work, floods: orderly ends, a free main loop ---- */
 
 static void peer_disconnect(Peer *p, uint32_t flags)
 {

@@ -262,7 +262,11 @@ START_TEST(test_revision1_table)
 }
 END_TEST
 
-/* The exchange issue 12 reported: siw's p2p Request, Write and Read. */
+/*
+ * siw's peer-to-peer Request as siw sends it, Write and Read both offered
+ * as RTR: the responder's Reply picks one of them, Write, so that siw's
+ * p2p client can connect to rnic.
+ */
 START_TEST(test_siw_p2p_request)
 {
     static const uint8_t req[] = "MPA ID Req Frame\x10\x02\x00\x04"

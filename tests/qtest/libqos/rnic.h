@@ -78,7 +78,8 @@ void rnic_test_start_pair_on(RnicTest *a, RnicTest *b, const char *machine,
  * With RNIC_QTEST_CAPTURE=DIR in the environment every device records its
  * traffic to DIR/<test path>-<id>.pcapng, and rnic_test_stop() writes its
  * stat-* counters next to it (.stats: "name value" lines), for
- * tests/capture/check-captures.sh to compare with what tshark decodes.
+ * tests/capture/check_capture.py (`make check-capture`) to compare with
+ * what tshark decodes.
  */
 /* qom-get of an integer or string property of device @id. */
 uint64_t rnic_qom_int(RnicTest *t, const char *id, const char *prop);
