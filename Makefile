@@ -17,7 +17,7 @@ SAN_DIR    := -san
 endif
 OBJ        := $(BUILD)/obj$(SAN_DIR)
 
-CORE_SRCS  := $(wildcard core/*.c)
+CORE_SRCS  := $(addprefix core/,$(shell grep -v '^\#' core/sources.txt))
 CORE_OBJS  := $(CORE_SRCS:%.c=$(OBJ)/%.o)
 CORE_LIB   := $(OBJ)/librnic-core.a
 

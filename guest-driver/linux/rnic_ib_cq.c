@@ -164,7 +164,7 @@ static u32 rnic_ib_cq_prod(struct rnic_ib_cq *cq)
 /*
  * Whether the device has written, since the arm, an entry the arm asked
  * for: any, or for a solicited arm a solicited or failed one (the rule
- * of core/cq.c).  The device writes in order from arm_prod; an entry
+ * of core/iwarp/cq.c).  The device writes in order from arm_prod; an entry
  * keeps its phase after it is consumed until the device writes its slot
  * a lap later, so the walk sees entries whether they were taken or not,
  * and a consumer that is past arm_prod has taken some anyway.

@@ -2,7 +2,7 @@
 /*
  * The addr-map property: the guest's addresses to host endpoints at LISTEN
  * and CONNECT (docs/spec.md "Addresses").  The mapping itself is the
- * core's (core/addr-map.c, unit-tested); this is its QEMU glue.
+ * core's (core/device/addr_map.c, unit-tested); this is its QEMU glue.
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"

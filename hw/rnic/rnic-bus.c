@@ -191,7 +191,7 @@ int rnic_pci_write(RnicState *s, uint64_t addr, const void *buf, size_t len)
     return 0;
 }
 
-/* ---- DMA for the protocol core (core/dma.h) ---- */
+/* ---- DMA for the protocol core (core/iwarp/dma.h) ---- */
 
 static int rnic_dma_read_cb(void *opaque, uint64_t addr, void *buf,
                             size_t len)

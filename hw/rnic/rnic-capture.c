@@ -5,7 +5,7 @@
  * "capture-limit" bounds each file and "capture-files" chooses between
  * stopping at the limit (1) and rotating over that many files.  Every
  * octet the device writes to or reads from a connection's socket is
- * handed to the core's writer (core/capture.c), which frames it for
+ * handed to the core's writer (core/capture/capture.c), which frames it for
  * Wireshark.  Connections that were already open when the capture began
  * are not recorded: their FPDU boundaries are unknown.
  */
@@ -17,7 +17,7 @@
 #include "system/system.h"
 #include "rnic.h"
 #include "rnic-capture.h"
-#include "capture.h"
+#include "capture/capture.h"
 #include "trace.h"
 
 #define RNIC_CAPTURE_LIMIT_DEFAULT  (64 * 1024 * 1024)

@@ -16,14 +16,12 @@
 #include "qemu/timer.h"
 #include "rnic.h"
 #include "rnic-capture.h"
-#include "qp.h"
-#include "engine.h"
 #include "trace.h"
 
 /* A listener whose accept() lacked resources tries again this late. */
 #define RNIC_LISTEN_RETRY_MS 200
 
-/* ---- address policy (core/addr_policy.c) ---- */
+/* ---- address policy (core/device/addr_policy.c) ---- */
 
 static bool rnic_policy_parse(const char *str, struct rnic_addr_policy *p,
                               const char *prop, Error **errp)

@@ -9,7 +9,6 @@
 #include "qemu/main-loop.h"
 #include "qemu/units.h"
 #include "rnic.h"
-#include "stag.h"
 #include "trace.h"
 
 

@@ -26,8 +26,6 @@
 #include "qemu/timer.h"
 #include "rnic.h"
 #include "rnic-capture.h"
-#include "qp.h"
-#include "engine.h"
 #include "trace.h"
 
 static void rnic_conn_readable(void *opaque);

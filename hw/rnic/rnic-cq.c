@@ -12,8 +12,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "rnic.h"
-#include "abi_wr.h"
-#include "cq.h"
+#include "device/abi_wr.h"
 #include "trace.h"
 
 /*

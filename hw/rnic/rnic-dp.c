@@ -19,7 +19,6 @@
 #include "qemu/units.h"
 #include "rnic.h"
 #include "rnic-capture.h"
-#include "engine.h"
 #include "trace.h"
 
 /*

@@ -16,10 +16,7 @@
 #include "qobject/qnull.h"
 #include "qemu/sockets.h"
 #include "rnic.h"
-#include "capture.h"
-#include "cq.h"
-#include "qp.h"
-#include "stag.h"
+#include "capture/capture.h"
 
 static const char *const rnic_conn_state_names[] = {
     [RNIC_CONN_CONNECTING] = "connecting",

@@ -7,7 +7,6 @@
  */
 #include "qemu/osdep.h"
 #include "rnic.h"
-#include "qpn.h"
 
 RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn)
 {

@@ -9,10 +9,6 @@
 #include "qemu/log.h"
 #include "qemu/timer.h"
 #include "rnic.h"
-#include "stag.h"
-#include "cq.h"
-#include "qp.h"
-#include "qpn.h"
 #include "trace.h"
 
 /* CREATE_CQ, CREATE_QP and CREATE_SRQ: a doorbell page the device lacks. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Work queues: doorbells, and fetching work requests from guest rings into
- * the protocol core (core/abi_wr.c translates them).  Doorbells only
+ * the protocol core (core/device/abi_wr.c translates them).  Doorbells only
  * record the producer index; the fetch runs in a bottom half so that the
  * vCPU's MMIO write returns at once.  Completions reach the guest through
  * rnic-cq.c; a malformed entry of a connected QP ends its stream through
@@ -11,10 +11,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "rnic.h"
-#include "abi_wr.h"
-#include "stag.h"
-#include "cq.h"
-#include "qp.h"
+#include "device/abi_wr.h"
 #include "trace.h"
 
 static void rnic_wq_guest_error(RnicState *s, RnicQp *qp, const char *q,

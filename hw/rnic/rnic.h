@@ -35,11 +35,9 @@
 #include "qom/object.h"
 #include "net/net.h"
 #include "rnic/rnic-abi.h"
-#include "addr_policy.h"
-#include "addr-map.h"
-#include "dma.h"
-#include "engine.h"
-#include "mpa.h"
+#include "device/addr_policy.h"
+#include "device/addr_map.h"
+#include "iwarp/engine.h"
 
 #define TYPE_RNIC "rnic"
 OBJECT_DECLARE_SIMPLE_TYPE(RnicState, RNIC)

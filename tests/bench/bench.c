@@ -84,9 +84,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include "crc32c.h"
-#include "fpdu.h"
-#include "qp.h"
+#include "iwarp/crc32c.h"
+#include "iwarp/fpdu.h"
+#include "iwarp/qp.h"
 #include "rnic/rnic-abi.h"
 #include "support/epfix.h"
 

@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
-#include "fpdu.h"
+#include "iwarp/engine.h"
+#include "iwarp/fpdu.h"
 #include "fuzz.h"
-#include "mpa.h"
+#include "iwarp/mpa.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "fpdu.h"
+#include "iwarp/fpdu.h"
 #include "fuzz.h"
-#include "mpa.h"
+#include "iwarp/mpa.h"
 #include "rxside.h"
 #include "support/pcap_stream.h"
 

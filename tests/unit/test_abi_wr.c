@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Guest queue entries to core work requests and back (core/abi_wr.c). */
+/* Guest queue entries to core work requests and back (core/device/abi_wr.c). */
 #include <endian.h>
 #include <string.h>
 #include <check.h>
-#include "abi_wr.h"
+#include "device/abi_wr.h"
 #include "suites.h"
 
 START_TEST(test_send_translated)

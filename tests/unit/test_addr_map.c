@@ -2,7 +2,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 #include <check.h>
-#include "addr-map.h"
+#include "device/addr_map.h"
 #include "suites.h"
 
 static struct rnic_addr_map map;

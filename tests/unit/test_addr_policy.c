@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* listen-allow / peer-allow rules (core/addr_policy.c). */
+/* listen-allow / peer-allow rules (core/device/addr_policy.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <check.h>
-#include "addr_policy.h"
+#include "device/addr_policy.h"
 #include "suites.h"
 
 static struct rnic_addr_policy pol;

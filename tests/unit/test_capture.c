@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <check.h>
-#include "capture.h"
-#include "fpdu.h"
-#include "iwarp.h"
+#include "capture/capture.h"
+#include "iwarp/fpdu.h"
+#include "iwarp/iwarp.h"
 #include "suites.h"
 #include "support/pcap_stream.h"
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <check.h>
-#include "fpdu.h"
-#include "mpa.h"
+#include "iwarp/fpdu.h"
+#include "iwarp/mpa.h"
 #include "suites.h"
 #include "support/pcap_stream.h"
 

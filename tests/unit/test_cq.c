@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include <check.h>
-#include "cq.h"
+#include "iwarp/cq.h"
 #include "suites.h"
 
 struct notify_log {

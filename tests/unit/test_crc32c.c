@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <check.h>
-#include "crc32c.h"
+#include "iwarp/crc32c.h"
 #include "suites.h"
 
 typedef uint32_t crc_fn(uint32_t crc, const void *buf, size_t len);

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <check.h>
-#include "fpdu.h"
+#include "iwarp/fpdu.h"
 #include "suites.h"
 
 #define STREAM_MAX  (1 << 20)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Two endpoints over a real TCP connection on 127.0.0.1: the MPA
- * handshake through core/mpa.c (both roles), then every operation with
+ * handshake through core/iwarp/mpa.c (both roles), then every operation with
  * its data checked, for CRC on and off and markers on and off.
  * Non-blocking sockets driven by poll(), every wait bounded.
  */

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <check.h>
-#include "mpa.h"
+#include "iwarp/mpa.h"
 #include "suites.h"
 
 /* First frames of hostfwd-lo-*.pcap (tests/data/siw-captures/mpa-hexdump.txt) */

@@ -23,8 +23,8 @@
  */
 #include <string.h>
 #include <check.h>
-#include "fpdu.h"
-#include "mpa.h"
+#include "iwarp/fpdu.h"
+#include "iwarp/mpa.h"
 #include "suites.h"
 
 #define A_P2P   0x8     /* table index bits: A B C D */

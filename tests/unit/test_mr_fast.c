@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <check.h>
-#include "stag.h"
+#include "iwarp/stag.h"
 #include "support/stag_check.h"
 #include "suites.h"
 #include "support/memdma.h"

@@ -2,8 +2,8 @@
 #include <errno.h>
 #include <string.h>
 #include <check.h>
-#include "cq.h"
-#include "qp.h"
+#include "iwarp/cq.h"
+#include "iwarp/qp.h"
 #include "suites.h"
 
 /* ---- fixture: one QP with its own send and receive CQs ---- */

@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <check.h>
-#include "qpn.h"
+#include "iwarp/qpn.h"
 #include "suites.h"
 
 struct fake_clock {

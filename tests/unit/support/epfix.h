@@ -10,9 +10,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "cq.h"
-#include "engine.h"
-#include "fpdu.h"
+#include "iwarp/cq.h"
+#include "iwarp/engine.h"
+#include "iwarp/fpdu.h"
 #include "support/memdma.h"
 
 #define EPF_BASE        0x7f0000000000ull   /* guest address of memory */

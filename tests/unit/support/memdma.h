@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Test support: "guest memory" as one plain buffer at a chosen guest
- * address, behind the callbacks of core/dma.h.  Every access outside the
+ * address, behind the callbacks of core/iwarp/dma.h.  Every access outside the
  * buffer is refused and counted, so a placement computed wrongly fails or
  * shows in a byte-exact comparison instead of landing quietly elsewhere.
  */
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "dma.h"
+#include "iwarp/dma.h"
 
 struct memdma {
     uint8_t *mem;

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <pcap/pcap.h>
-#include "iwarp.h"
+#include "iwarp/iwarp.h"
 #include "support/pcap_stream.h"
 
 #define ETH_HLEN        14

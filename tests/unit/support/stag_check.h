@@ -4,7 +4,7 @@
 #define RNIC_UNIT_STAG_CHECK_H
 
 #include <check.h>
-#include "stag.h"
+#include "iwarp/stag.h"
 
 #define ck_assert_st(expr, want) do { \
         enum rnic_stag_status st_ = (expr); \

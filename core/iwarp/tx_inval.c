@@ -20,7 +20,7 @@
  */
 #include <stddef.h>
 #include <string.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 static bool tx_fpdu_uses(const struct rnic_tx_fpdu *d, uint32_t index)
 {

@@ -6,8 +6,8 @@
  */
 #include <string.h>
 #include <sys/socket.h>
-#include "capture-internal.h"
-#include "iwarp.h"
+#include "capture_internal.h"
+#include "iwarp/iwarp.h"
 
 /* Locally administered MACs: "rnic" for the device, "peer" for the other. */
 static const uint8_t mac_local[6] = { 0x02, 'r', 'n', 'i', 'c', 0 };

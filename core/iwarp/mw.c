@@ -6,7 +6,7 @@
  * queue and serve only that QP.
  */
 #include <string.h>
-#include "stag-internal.h"
+#include "stag_internal.h"
 
 enum rnic_stag_status rnic_mw_alloc(struct rnic_stag_table *t, uint32_t pd,
                                     enum rnic_stag_kind kind, uint8_t key,

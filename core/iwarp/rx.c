@@ -8,7 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 int rnic_rx_refuse(struct rnic_ep *ep, const struct rnic_rx_seg *seg,
                    struct rnic_term_code code)

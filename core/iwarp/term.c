@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 /* Errors whose offending segment cannot be decoded as a DDP header. */
 static bool term_layout_unknown(struct rnic_term_code code)

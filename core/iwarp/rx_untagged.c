@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 static int rx_stream_error(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
 {

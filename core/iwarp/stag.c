@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 #include <sys/mman.h>
-#include "stag-internal.h"
+#include "stag_internal.h"
 
 #define RNIC_DEFAULT_RECV_LINKS 65536u
 

@@ -13,7 +13,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "stag-internal.h"
+#include "stag_internal.h"
 
 #define FAST_REG_ACCESS (RNIC_ACCESS_LOCAL_READ | RNIC_ACCESS_LOCAL_WRITE | \
                          RNIC_ACCESS_REMOTE_ALL)

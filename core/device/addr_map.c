@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "addr-map.h"
+#include "addr_map.h"
 
 static int rnic_addr_parse(const char *s, uint8_t *family, uint8_t *out)
 {

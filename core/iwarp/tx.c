@@ -17,7 +17,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
 {

@@ -53,10 +53,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "cq.h"
 #include "dma.h"
 #include "iwarp.h"
 #include "mpa.h"
 #include "qp.h"
+#include "qpn.h"
 #include "stag.h"
 
 #define RNIC_EP_EMSS_DEFAULT    1460

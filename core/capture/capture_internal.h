@@ -4,7 +4,7 @@
 #define RNIC_CAPTURE_INTERNAL_H
 
 #include "capture.h"
-#include "mpa.h"
+#include "iwarp/mpa.h"
 
 #define CAP_TCP_FIN 0x01
 #define CAP_TCP_SYN 0x02

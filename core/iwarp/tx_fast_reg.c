@@ -9,7 +9,7 @@
  */
 #include <endian.h>
 #include <stdlib.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 static enum rnic_wc_status fast_reg_status(enum rnic_stag_status st)
 {

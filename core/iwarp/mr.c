@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "stag-internal.h"
+#include "stag_internal.h"
 
 #define RNIC_ACCESS_ALL (RNIC_ACCESS_LOCAL_READ | RNIC_ACCESS_LOCAL_WRITE | \
                          RNIC_ACCESS_REMOTE_ALL | RNIC_ACCESS_MW_BIND)

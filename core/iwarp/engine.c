@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 static bool ep_params_valid(const struct rnic_ep_params *p, uint32_t mulpdu)
 {

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "capture-internal.h"
-#include "fpdu.h"
-#include "iwarp.h"
+#include "capture_internal.h"
+#include "iwarp/fpdu.h"
+#include "iwarp/iwarp.h"
 
 /* Fixed initial sequence numbers: Wireshark shows them relative anyway. */
 #define CAP_ISN_PEER    0x20000000u

@@ -13,10 +13,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "rnic/rnic-abi.h"
-#include "iwarp.h"
-#include "qp.h"
-#include "stag.h"
-#include "wr.h"
+#include "iwarp/iwarp.h"
+#include "iwarp/qp.h"
+#include "iwarp/stag.h"
+#include "iwarp/wr.h"
 
 /*
  * Where the ABI passes a core number through unchanged, the two are

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "engine-internal.h"
+#include "engine_internal.h"
 
 /* ---- the FPDUs in flight ---- */
 
