@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "rnic.h"
+#include "librnic.h"
 
 struct rnic_device {
 	struct verbs_device ibv_dev;

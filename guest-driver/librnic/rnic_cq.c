@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <ccan/array_size.h>
 #include <util/udma_barrier.h>
-#include "rnic.h"
+#include "librnic.h"
 
 struct rnic_cq {
 	struct verbs_cq vcq;		/* ibv_cq, or ibv_cq_ex */

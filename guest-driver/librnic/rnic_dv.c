@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <infiniband/cmd_ioctl.h>
-#include "rnic.h"
+#include "librnic.h"
 #include "rnicdv.h"
 
 _Static_assert(RNICDV_RTR_SEND == RNIC_RTR_SEND &&

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <util/udma_barrier.h>
-#include "rnic.h"
+#include "librnic.h"
 
 struct rnic_qp *rnic_qp_find(struct rnic_context *ctx, uint32_t qpn)
 {

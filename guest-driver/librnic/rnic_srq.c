@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <util/udma_barrier.h>
-#include "rnic.h"
+#include "librnic.h"
 
 static void rnic_srq_free(struct rnic_srq *srq)
 {

@@ -11,7 +11,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "rnic.h"
+#include "librnic.h"
 
 #define RNIC_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | \
 		       IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | \

@@ -6,7 +6,7 @@
  */
 #include <linux/io.h>
 #include <linux/jiffies.h>
-#include "rnic.h"
+#include "rnic_dev.h"
 
 /* Commands run in a QEMU bottom half: far below this even under TCG. */
 #define RNIC_CMD_TIMEOUT_MS	5000

@@ -6,7 +6,7 @@
  * consumer index written back so the device never has to drop one.
  */
 #include <linux/io.h>
-#include "rnic.h"
+#include "rnic_dev.h"
 
 #define RNIC_EQ_LOG_SIZE	7	/* 128 entries of 32 bytes: one page */
 

@@ -21,7 +21,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
 #include <rdma/uverbs_ioctl.h>
-#include "rnic.h"
+#include "rnic_dev.h"
 #include "../rnic-ib-uapi.h"
 #include "rnic_ib_dv.h"
 

@@ -7,7 +7,7 @@
 #include <linux/interrupt.h>
 #include <linux/module.h>
 #include <linux/pci.h>
-#include "rnic.h"
+#include "rnic_dev.h"
 
 MODULE_SOFTDEP("pre: iw_cm ib_uverbs");
 

@@ -8,8 +8,8 @@
  * RNIC_MSIX_VEC_ADMIN.  The ib_device (rnic_ib_*.c) is the only interface
  * to the rest of the kernel and to user space.
  */
-#ifndef RNIC_DRV_H
-#define RNIC_DRV_H
+#ifndef RNIC_DEV_H
+#define RNIC_DEV_H
 
 #include <linux/completion.h>
 #include <linux/mutex.h>
@@ -103,4 +103,4 @@ void rnic_ib_unregister(struct rnic_dev *rdev);
 void rnic_ib_event(struct rnic_dev *rdev, const struct rnic_event *ev);
 void rnic_ib_cq_irq(struct rnic_dev *rdev, unsigned int vector);
 
-#endif /* RNIC_DRV_H */
+#endif /* RNIC_DEV_H */

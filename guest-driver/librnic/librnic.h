@@ -15,8 +15,8 @@
  *    is mapped, read-only, so that polling an empty CQ makes no call.
  * rnic_wr.c adds the ibv_wr_* send API of create_qp_ex on top of post_send.
  */
-#ifndef RNIC_PROVIDER_H
-#define RNIC_PROVIDER_H
+#ifndef LIBRNIC_H
+#define LIBRNIC_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -156,4 +156,4 @@ struct ibv_mr *rnic_reg_mr_flags(struct ibv_pd *pd, void *addr, size_t len,
 int rnic_wr_check(uint64_t send_ops_flags);
 void rnic_wr_init(struct rnic_qp *qp, uint64_t send_ops_flags);
 
-#endif
+#endif /* LIBRNIC_H */
