@@ -45,7 +45,7 @@ CAPTURE_QTESTS := $(call qtests-in,capture)
 SAN_ENV    := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all core qemu qemu-san qemu-tsan check check-unit check-unit-san \
+.PHONY: all core qemu qemu-san qemu-tsan check check-names check-unit check-unit-san \
         check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture run lint clean \
         distclean need-configure
 
@@ -125,9 +125,14 @@ check-tsan: qemu-tsan
 	@bash tests/tsan/run.sh $(QEMU_SRC) $(QEMU_TSAN_BUILD) $(RNIC_QTESTS)
 
 check:
-	@bash scripts/check-all.sh check-allow check-driver check-unit check-unit-san \
+	@bash scripts/check-all.sh check-allow check-names check-driver check-unit check-unit-san \
 	    check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
 	    check-soak check-e2e
+
+# No function or header name used twice in core/, hw/, guest-driver/,
+# include/.  Ends with "names: N passed, N failed".
+check-names:
+	@python3 scripts/check-names.py
 
 # The QEMU we build runs users' VMs: KVM and TCG, the default devices
 # and rnic on q35 and pc.
