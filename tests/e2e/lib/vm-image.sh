@@ -92,6 +92,17 @@ e2e_vm_configure() {
     chroot "$root" systemctl mask -q serial-getty@ttyS0.service
 }
 
+# mmdebstrap mounts /proc and more inside the tree while it installs, and
+# where the host calls an unmount busy it says so and leaves the mount:
+# the tree must hold none before it is measured, copied and removed.
+e2e_vm_unmount() {
+    local m
+    awk -v r="$1/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r |
+        while read -r m; do
+            umount -l "$m" || e2e_die "cannot unmount $m"
+        done
+}
+
 e2e_vm_stamp() {
     { echo "$E2E_VM_SUITE ${E2E_VM_PKGS[*]} free=$E2E_VM_FREE_MIB"
       sha256sum <"$E2E_LIB/vm-image.sh"; } | sha256sum | cut -d' ' -f1
@@ -120,6 +131,7 @@ e2e_vm_image() {
         --include="${E2E_VM_PKGS[*]}" ${opts[@]+"${opts[@]}"} \
         "$E2E_VM_SUITE" "$root" "${sources[@]}" >&2 ||
         e2e_die "mmdebstrap failed"
+    e2e_vm_unmount "$root"
     e2e_vm_configure "$root"
     # The image's own kernel and initrd (initramfs-tools made it inside),
     # through the links Debian keeps at the top of the tree.
