@@ -46,10 +46,10 @@ QEMU_BUILD_BUG_ON(PINGS > (1 << QP_LOG) || PINGS > (1 << CQ_LOG));
 #define BUF         (MIB + 4096)
 
 typedef struct Dev {
-    RnicTest t;
+    QRnic t;
     uint32_t pdn, cqn, stag, cq_cons;
     uint64_t cq_ring, buf;
-    RnicTestQp qp;
+    QRnicQp qp;
 } Dev;
 
 static double now(void)
@@ -84,15 +84,15 @@ static void dev_start(Dev *d, const char *args)
                             RNIC_ACC_REMOTE_WRITE;
 
     memset(d, 0, sizeof(*d));
-    rnic_test_start(&d->t, args);
-    rnic_test_enable(&d->t);
-    d->pdn = rnic_create_pd(&d->t);
-    d->cqn = rnic_create_cq(&d->t, CQ_LOG, 1, &d->cq_ring);
-    g_assert_cmphex(rnic_try_create_qp(&d->t, d->pdn, d->cqn, d->cqn, QP_LOG,
-                                       &d->qp), ==, RNIC_CMD_OK);
+    qrnic_test_start(&d->t, args);
+    qrnic_test_enable(&d->t);
+    d->pdn = qrnic_create_pd(&d->t);
+    d->cqn = qrnic_create_cq(&d->t, CQ_LOG, 1, &d->cq_ring);
+    g_assert_cmphex(qrnic_try_create_qp(&d->t, d->pdn, d->cqn, d->cqn, QP_LOG,
+                                        &d->qp), ==, RNIC_CMD_OK);
     d->buf = guest_alloc(d->t.alloc, BUF);
-    g_assert_cmphex(rnic_reg_mr(&d->t, d->pdn, d->buf, BUF, access, 1,
-                                &d->stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&d->t, d->pdn, d->buf, BUF, access, 1,
+                                 &d->stag), ==, RNIC_CMD_OK);
 }
 
 /*
@@ -106,7 +106,7 @@ static void dev_poll(Dev *d, uint32_t index, struct rnic_cq_entry *e, int nap)
 {
     gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
 
-    while (!rnic_read_cqe(&d->t, d->cq_ring, CQ_LOG, index, e)) {
+    while (!qrnic_read_cqe(&d->t, d->cq_ring, CQ_LOG, index, e)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         if (nap) {
             g_usleep(nap);
@@ -140,16 +140,12 @@ static void dev_cqes(Dev *d, uint8_t opcode, uint32_t n, int nap)
         g_assert_cmpuint(e[i].opcode, ==, opcode);
     }
     d->cq_cons += n;
-    rnic_wr(&d->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(d->cqn, d->cq_cons));
+    qrnic_wr(&d->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(d->cqn, d->cq_cons));
 }
 
 static struct rnic_wqe_sge dev_sge(Dev *d, uint32_t off, uint32_t len)
 {
-    return (struct rnic_wqe_sge) {
-        .addr = cpu_to_le64(RNIC_TEST_MR_IOVA + off),
-        .length = cpu_to_le32(len),
-        .stag = cpu_to_le32(d->stag),
-    };
+    return qrnic_sge(d->stag, QRNIC_MR_IOVA + off, len);
 }
 
 static void dev_post_recv(Dev *d)
@@ -159,7 +155,7 @@ static void dev_post_recv(Dev *d)
         .sge[0] = dev_sge(d, SMALL, 64),
     };
 
-    rnic_post_recv(&d->t, &d->qp, &w);
+    qrnic_post_recv(&d->t, &d->qp, &w);
 }
 
 static struct rnic_sq_wqe dev_wqe(Dev *d, uint8_t opcode, Dev *peer,
@@ -171,7 +167,7 @@ static struct rnic_sq_wqe dev_wqe(Dev *d, uint8_t opcode, Dev *peer,
         .num_sge = 1,
         .sge[0] = dev_sge(d, opcode == RNIC_WQE_SEND ? SMALL : 0, len),
         .remote_stag = cpu_to_le32(peer->stag),
-        .remote_addr = cpu_to_le64(RNIC_TEST_MR_IOVA),
+        .remote_addr = cpu_to_le64(QRNIC_MR_IOVA),
     };
 }
 
@@ -190,7 +186,7 @@ static double dev_write_run(Dev *a, Dev *b)
     w[XFERS] = dev_wqe(b, RNIC_WQE_SEND, a, 64);
     dev_post_recv(a);
     t0 = now();
-    rnic_post_sends(&b->t, &b->qp, w, XFERS + 1);
+    qrnic_post_sends(&b->t, &b->qp, w, XFERS + 1);
     dev_cqes(b, RNIC_WQE_WRITE, XFERS, NAP_US);
     dev_cqes(b, RNIC_WQE_SEND, 1, NAP_US);
     dev_cqes(a, RNIC_WQE_RECV, 1, NAP_US);
@@ -206,7 +202,7 @@ static double dev_read_run(Dev *a, Dev *b)
         w[i] = dev_wqe(b, RNIC_WQE_READ, a, MIB);
     }
     t0 = now();
-    rnic_post_sends(&b->t, &b->qp, w, XFERS);
+    qrnic_post_sends(&b->t, &b->qp, w, XFERS);
     dev_cqes(b, RNIC_WQE_READ, XFERS, NAP_US);
     return now() - t0;
 }
@@ -241,14 +237,14 @@ static double dev_pingpong_run(Dev *a, Dev *b)
     }
     t0 = now();
     for (int i = 0; i < PINGS; i++) {
-        rnic_post_send(&b->t, &b->qp, &ping);
+        qrnic_post_send(&b->t, &b->qp, &ping);
         dev_recv_done(a);
-        rnic_post_send(&a->t, &a->qp, &pong);
+        qrnic_post_send(&a->t, &a->qp, &pong);
         dev_recv_done(b);
     }
     t0 = now() - t0;
-    rnic_wr(&a->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(a->cqn, a->cq_cons));
-    rnic_wr(&b->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(b->cqn, b->cq_cons));
+    qrnic_wr(&a->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(a->cqn, a->cq_cons));
+    qrnic_wr(&b->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(b->cqn, b->cq_cons));
     return t0 / PINGS;
 }
 
@@ -267,7 +263,7 @@ static double dev_qtest_run(Dev *a, Dev *b)
 
     for (int i = 0; i < 2 * PINGS; i++) {
         qtest_memwrite(from->t.qts, from->buf + SMALL + 2048, &w, sizeof(w));
-        rnic_wr(&from->t, RNIC_REG_SCRATCH, i);
+        qrnic_wr(&from->t, RNIC_REG_SCRATCH, i);
         qtest_memread(to->t.qts, to->cq_ring, &e, sizeof(e));
         from = to;
         to = from == a ? b : a;
@@ -285,9 +281,9 @@ static void tcp_child(int fd, bool echo, int runs)
     for (int r = 0; r < runs; r++) {
         for (int i = 0; i < (echo ? PINGS : XFERS); i++) {
             if (echo) {
-                rnic_read_full(fd, buf, 64);
+                qrnic_read_full(fd, buf, 64);
             }
-            rnic_write_full(fd, buf, echo ? 64 : MIB);
+            qrnic_write_full(fd, buf, echo ? 64 : MIB);
         }
     }
     _exit(0);
@@ -306,16 +302,16 @@ static void tcp_setup(int fd)
 static int tcp_fork(bool echo, int runs, pid_t *pid)
 {
     uint16_t port;
-    int lfd = rnic_tcp_listen(&port), fd;
+    int lfd = qrnic_tcp_listen(&port), fd;
 
     *pid = fork();
     g_assert_cmpint(*pid, >=, 0);
     if (!*pid) {
-        fd = rnic_tcp_connect(port, 0);
+        fd = qrnic_tcp_connect(port, 0);
         tcp_setup(fd);
         tcp_child(fd, echo, runs);
     }
-    fd = rnic_tcp_accept(lfd);
+    fd = qrnic_tcp_accept(lfd);
     tcp_setup(fd);
     close(lfd);
     return fd;
@@ -334,7 +330,7 @@ static double tcp_stream_run(int fd)
     double t0 = now();
 
     for (int i = 0; i < XFERS; i++) {
-        rnic_read_full(fd, buf, MIB);
+        qrnic_read_full(fd, buf, MIB);
     }
     return now() - t0;
 }
@@ -346,8 +342,8 @@ static double tcp_pingpong_run(int fd)
     double t0 = now();
 
     for (int i = 0; i < PINGS; i++) {
-        rnic_write_full(fd, buf, 64);
-        rnic_read_full(fd, buf, 64);
+        qrnic_write_full(fd, buf, 64);
+        qrnic_read_full(fd, buf, 64);
     }
     return (now() - t0) / PINGS;
 }
@@ -409,7 +405,7 @@ static void bench_pair(const char *suffix, const char *args)
 
     dev_start(&a, args);
     dev_start(&b, args);
-    rnic_connect_qps(&a.t, a.qp.qpn, &b.t, b.qp.qpn, 16);
+    qrnic_connect_qps(&a.t, a.qp.qpn, &b.t, b.qp.qpn, 16);
     fd = tcp_fork(false, 2 * RUNS, &pid);
     bench_bandwidth(wr, dev_write_run, &a, &b, fd);
     bench_bandwidth(rd, dev_read_run, &a, &b, fd);
@@ -417,8 +413,8 @@ static void bench_pair(const char *suffix, const char *args)
     fd = tcp_fork(true, RUNS, &pid);
     bench_latency(rtt, &a, &b, fd);
     tcp_join(fd, pid);
-    rnic_test_stop(&b.t);
-    rnic_test_stop(&a.t);
+    qrnic_test_stop(&b.t);
+    qrnic_test_stop(&a.t);
 }
 
 /* QEMU_BENCH_ARGS adds to every device's options (e.g. an IOThread). */
@@ -433,10 +429,10 @@ static void bench_device(void)
     bench_pair("-crc", crc);
     bench_pair("-nocrc", extra);
     /* The same with each process's device on its own -object iothread. */
-    rnic_test_iothread = true;
+    qrnic_test_iothread = true;
     bench_pair("-crc-iothread", crc);
     bench_pair("-nocrc-iothread", extra);
-    rnic_test_iothread = false;
+    qrnic_test_iothread = false;
 }
 
 int main(int argc, char **argv)

@@ -24,7 +24,7 @@
 #define MPA_HDR     20
 
 typedef struct CmTest {
-    RnicTest t;
+    QRnic t;
     uint32_t pdn, cqn;
     uint64_t cq_ring;
 } CmTest;
@@ -34,10 +34,10 @@ typedef struct CmTest {
 
 static void cm_start_raw(CmTest *c, const char *args)
 {
-    rnic_test_start(&c->t, args);
-    rnic_test_enable(&c->t);
-    c->pdn = rnic_create_pd(&c->t);
-    c->cqn = rnic_create_cq(&c->t, 4, 1, &c->cq_ring);
+    qrnic_test_start(&c->t, args);
+    qrnic_test_enable(&c->t);
+    c->pdn = qrnic_create_pd(&c->t);
+    c->cqn = qrnic_create_cq(&c->t, 4, 1, &c->cq_ring);
 }
 
 static void cm_start(CmTest *c, const char *extra)
@@ -49,9 +49,9 @@ static void cm_start(CmTest *c, const char *extra)
 
 static uint32_t cm_create_qp(CmTest *c)
 {
-    RnicTestQp qp;
+    QRnicQp qp;
 
-    g_assert_cmphex(rnic_try_create_qp(&c->t, c->pdn, c->cqn, c->cqn, 3, &qp),
+    g_assert_cmphex(qrnic_try_create_qp(&c->t, c->pdn, c->cqn, c->cqn, 3, &qp),
                     ==, RNIC_CMD_OK);
     return qp.qpn;
 }
@@ -88,12 +88,12 @@ static uint16_t mpa_read(int fd, const char *key, uint8_t *hdr, uint8_t *pd)
 {
     uint16_t len;
 
-    rnic_read_full(fd, hdr, MPA_HDR);
+    qrnic_read_full(fd, hdr, MPA_HDR);
     g_assert_cmpmem(hdr, 16, key, 16);
     g_assert_cmpuint(hdr[17], ==, 2);
     len = lduw_be_p(hdr + 18);
     g_assert_cmpuint(len, <=, 512);
-    rnic_read_full(fd, pd, len);
+    qrnic_read_full(fd, pd, len);
     return len;
 }
 
@@ -101,7 +101,7 @@ static uint32_t cm_listen_backlog(CmTest *c, uint32_t backlog,
                                   uint16_t *port)
 {
     struct rnic_cmd_listen l = { .local = loopback(0), .backlog = backlog };
-    struct rnic_cmd cmd = rnic_cmd_ok(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    struct rnic_cmd cmd = qrnic_cmd_ok(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
     struct rnic_cmd_listen *out = (void *)cmd.u.raw;
 
     *port = le16_to_cpu(out->local.port);
@@ -132,7 +132,7 @@ static struct rnic_event cm_request(CmTest *c, int fd, const char *pdata)
 
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                pdata)), >, 0);
-    rnic_wait_event(&c->t, &ev);
+    qrnic_wait_event(&c->t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
     return ev;
 }
@@ -146,12 +146,12 @@ static uint32_t cm_accept(CmTest *c, int fd, uint32_t conn_id)
     uint32_t qpn = cm_create_qp(c);
 
     a.qpn = cpu_to_le32(qpn);
-    rnic_cmd_ok(&c->t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    qrnic_cmd_ok(&c->t, RNIC_CMD_ACCEPT, &a, sizeof(a));
     mpa_read(fd, MPA_REP_KEY, hdr, pd);
-    rnic_wait_event(&c->t, &ev);
+    qrnic_wait_event(&c->t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
-    g_assert_cmpuint(rnic_query_qp_state(&c->t, qpn), ==, RNIC_QPS_RTS);
+    g_assert_cmpuint(qrnic_query_qp_state(&c->t, qpn), ==, RNIC_QPS_RTS);
     return qpn;
 }
 
@@ -166,19 +166,19 @@ static void test_listen_policy(void)
     id = cm_listen(&c, &port);
     /* A second listener on the same port fails on the host side. */
     l.local = loopback(port);
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
                     ==, RNIC_CMD_ERR_ADDRINUSE);
     /* Only what listen-allow names: 192.0.2.1 (TEST-NET-1) is refused. */
     l.local.addr[0] = 192;
     l.local.addr[1] = 0;
     l.local.addr[2] = 2;
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
                     ==, RNIC_CMD_ERR_DENIED);
     l.listener_id = cpu_to_le32(id);
-    rnic_cmd_ok(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l)),
+    qrnic_cmd_ok(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l)),
                     ==, RNIC_CMD_ERR_HANDLE);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* The peer connects; the guest sees the request, accepts with a QP. */
@@ -196,10 +196,10 @@ static void test_passive_accept(void)
 
     cm_start(&c, NULL);
     listener = cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port, 0);
+    fd = qrnic_tcp_connect(port, 0);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
                                                "hello rnic")), >, 0);
-    rnic_wait_event(&c.t, &ev);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, listener);
     g_assert_cmpuint(le32_to_cpu(ev.arg1), ==, strlen("hello rnic"));
@@ -209,7 +209,7 @@ static void test_passive_accept(void)
         .conn_id = cpu_to_le32(conn),
         .info_addr = cpu_to_le64(guest_alloc(c.t.alloc, sizeof(info))),
     };
-    rnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    qrnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
     qtest_memread(c.t.qts, le64_to_cpu(q.info_addr), &info, sizeof(info));
     g_assert_cmpuint(le16_to_cpu(info.pdata_len), ==, strlen("hello rnic"));
     g_assert_cmpmem(info.pdata, strlen("hello rnic"), "hello rnic",
@@ -223,9 +223,9 @@ static void test_passive_accept(void)
     a.param.ird = cpu_to_le16(4);
     a.param.ord = cpu_to_le16(4);
     cm_pdata(&c, &a.param, "welcome");
-    rnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    qrnic_cmd_ok(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
     /* A second ACCEPT of the same connection is refused. */
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a)),
                     ==, RNIC_CMD_ERR_HANDLE);
 
     g_assert_cmpuint(mpa_read(fd, MPA_REP_KEY, hdr, pd), ==,
@@ -233,12 +233,12 @@ static void test_passive_accept(void)
     g_assert_cmphex(hdr[16] & (MPA_FLAG_R | MPA_FLAG_ENHANCED), ==,
                     MPA_FLAG_ENHANCED);
     g_assert_cmpmem(pd + 4, strlen("welcome"), "welcome", strlen("welcome"));
-    rnic_wait_event(&c.t, &ev);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
-    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
+    g_assert_cmpuint(qrnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
     close(fd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /*
@@ -257,10 +257,10 @@ static void conn_markers(const char *props, uint8_t req_flags, uint8_t want)
 
     cm_start(&c, props);
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port, 0);
+    fd = qrnic_tcp_connect(port, 0);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, req_flags,
                                                1, 1, "")), >, 0);
-    rnic_wait_event(&c.t, &ev);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
     cm_accept(&c, fd, ev.id);
     q = (struct rnic_cmd_query_conn) {
@@ -269,10 +269,10 @@ static void conn_markers(const char *props, uint8_t req_flags, uint8_t want)
         .info_addr = cpu_to_le64(guest_alloc(c.t.alloc, RNIC_CONN_INFO_SIZE)),
     };
     q = *(struct rnic_cmd_query_conn *)
-        rnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q)).u.raw;
+        qrnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q)).u.raw;
     g_assert_cmphex(q.flags, ==, want);
     close(fd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 static void test_conn_markers(void)
@@ -295,23 +295,23 @@ static void test_passive_reject(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port, 0);
+    fd = qrnic_tcp_connect(port, 0);
     ev = cm_request(&c, fd, "");
     r.conn_id = ev.id;
     cm_pdata(&c, &r.param, "go away");
-    rnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
-    rnic_read_full(fd, hdr, MPA_HDR);
+    qrnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
+    qrnic_read_full(fd, hdr, MPA_HDR);
     g_assert_cmpmem(hdr, 16, MPA_REP_KEY, 16);
     g_assert_cmphex(hdr[16] & MPA_FLAG_R, ==, MPA_FLAG_R);
     len = lduw_be_p(hdr + 18);
     g_assert_cmpuint(len, >=, strlen("go away"));
-    rnic_read_full(fd, pd, len);
+    qrnic_read_full(fd, pd, len);
     g_assert_cmpmem(pd + len - strlen("go away"), strlen("go away"),
                     "go away", strlen("go away"));
     /* Then the device closes the connection. */
     g_assert_cmpint(read(fd, pd, 1), ==, 0);
     close(fd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* Garbage instead of an MPA Request never reaches the guest. */
@@ -326,7 +326,7 @@ static void test_passive_garbage(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port, 0);
+    fd = qrnic_tcp_connect(port, 0);
     g_assert_cmpint(write(fd, junk, sizeof(junk) - 1), >, 0);
     {
         struct timeval tv = { .tv_sec = 5 };
@@ -334,10 +334,10 @@ static void test_passive_garbage(void)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         g_assert_cmpint(read(fd, &b, 1), <=, 0);     /* closed, no reply */
     }
-    rnic_settle(&c.t);
-    g_assert_false(rnic_next_event(&c.t, &ev));
+    qrnic_settle(&c.t);
+    g_assert_false(qrnic_next_event(&c.t, &ev));
     close(fd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* The guest connects out; the test is the responder. */
@@ -352,18 +352,18 @@ static void test_active_connect(void)
     int lfd, fd;
 
     cm_start(&c, NULL);
-    lfd = rnic_tcp_listen(&port);
+    lfd = qrnic_tcp_listen(&port);
     qpn = cm_create_qp(&c);
     k.qpn = cpu_to_le32(qpn);
     k.peer = loopback(port);
     k.param.ird = cpu_to_le16(2);
     k.param.ord = cpu_to_le16(2);
     cm_pdata(&c, &k.param, "ping");
-    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    qrnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
     /* The QP is taken: a second CONNECT on it is refused. */
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_STATE);
-    fd = rnic_tcp_accept(lfd);
+    fd = qrnic_tcp_accept(lfd);
     g_assert_cmpuint(mpa_read(fd, MPA_REQ_KEY, hdr, pd), ==, 4 + 4);
     g_assert_cmphex(hdr[16] & MPA_FLAG_ENHANCED, ==, MPA_FLAG_ENHANCED);
     g_assert_cmpuint(lduw_be_p(pd) & 0x3fff, ==, 2);          /* IRD */
@@ -371,13 +371,13 @@ static void test_active_connect(void)
     g_assert_cmpmem(pd + 4, 4, "ping", 4);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REP_KEY, 0, 2, 2,
                                                "pong")), >, 0);
-    rnic_wait_event(&c.t, &ev);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
-    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
+    g_assert_cmpuint(qrnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_RTS);
     close(fd);
     close(lfd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* A CONNECT to the raw listener @lfd; its id once the peer is there. */
@@ -388,9 +388,9 @@ static uint32_t cm_connect_id(CmTest *c, uint32_t qpn, uint16_t port,
         .qpn = cpu_to_le32(qpn),
         .peer = loopback(port),
     };
-    struct rnic_cmd r = rnic_cmd_ok(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    struct rnic_cmd r = qrnic_cmd_ok(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
 
-    *fd = rnic_tcp_accept(lfd);
+    *fd = qrnic_tcp_accept(lfd);
     return le32_to_cpu(((struct rnic_cmd_connect *)r.u.raw)->conn_id);
 }
 
@@ -407,18 +407,18 @@ static void test_query_before_mpa(void)
     int lfd, fd;
 
     cm_start(&c, NULL);
-    lfd = rnic_tcp_listen(&port);
+    lfd = qrnic_tcp_listen(&port);
     q.conn_id = cpu_to_le32(cm_connect_id(&c, cm_create_qp(&c), port, lfd,
                                           &fd));
     q.info_addr = cpu_to_le64(guest_alloc(c.t.alloc, RNIC_CONN_INFO_SIZE));
     /* Connected, the MPA Request sent, no Reply yet. */
-    rnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    qrnic_cmd_ok(&c.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
     qtest_memread(c.t.qts, le64_to_cpu(q.info_addr), &info, sizeof(info));
     g_assert_cmpuint(le16_to_cpu(info.pdata_len), ==, 0);
     g_assert_cmpuint(le16_to_cpu(info.peer.port), ==, port);
     close(fd);
     close(lfd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /*
@@ -438,10 +438,10 @@ static void expect_reject_kept(CmTest *c, const struct rnic_event *ev,
     size_t n = strlen(why);
     uint16_t len;
 
-    g_assert_cmphex(rnic_cmd_status(&c->t, RNIC_CMD_QUERY_CONN, &q,
-                                    sizeof(q)), ==, RNIC_CMD_ERR_HANDLE);
+    g_assert_cmphex(qrnic_cmd_status(&c->t, RNIC_CMD_QUERY_CONN, &q,
+                                     sizeof(q)), ==, RNIC_CMD_ERR_HANDLE);
     q.qpn = ev->id;
-    rnic_cmd_ok(&c->t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    qrnic_cmd_ok(&c->t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
     qtest_memread(c->t.qts, le64_to_cpu(q.info_addr), &info, sizeof(info));
     len = le16_to_cpu(info.pdata_len);
     g_assert_cmpuint(len, ==, le32_to_cpu(ev->arg1));
@@ -466,37 +466,37 @@ static void test_active_rejected_and_denied(void)
     k.peer.addr[0] = 192;
     k.peer.addr[1] = 0;
     k.peer.addr[2] = 2;
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_DENIED);
 
-    lfd = rnic_tcp_listen(&port);
+    lfd = qrnic_tcp_listen(&port);
     k.peer = loopback(port);
-    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
-    fd = rnic_tcp_accept(lfd);
+    qrnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    fd = qrnic_tcp_accept(lfd);
     mpa_read(fd, MPA_REQ_KEY, hdr, pd);
     g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REP_KEY, MPA_FLAG_R,
                                                0, 0, "busy")), >, 0);
-    rnic_wait_event(&c.t, &ev);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REJECTED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
-    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_IDLE);
+    g_assert_cmpuint(qrnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_IDLE);
     expect_reject_kept(&c, &ev, "busy");
     close(fd);
 
     /* Nobody listening any more: the connect fails with an event. */
     close(lfd);
-    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
-    rnic_wait_event(&c.t, &ev);
+    qrnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ERROR);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, ECONNREFUSED);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* A loopback port nobody listens on right now. */
 static uint16_t free_port(void)
 {
     uint16_t port;
-    int fd = rnic_tcp_listen(&port);
+    int fd = qrnic_tcp_listen(&port);
 
     close(fd);
     return port;
@@ -518,7 +518,7 @@ static void test_active_local_bind(void)
     int lfd, fd;
 
     cm_start(&c, NULL);
-    lfd = rnic_tcp_listen(&port);
+    lfd = qrnic_tcp_listen(&port);
     k.qpn = cpu_to_le32(cm_create_qp(&c));
     k.peer = loopback(port);
     laddr = guest_alloc(c.t.alloc, sizeof(local));
@@ -528,31 +528,31 @@ static void test_active_local_bind(void)
     local = loopback(lport);
     local.addr[3] = 2;
     qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_DENIED);
     local.family = RNIC_AF_INET6;
     qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_PARAM);
 
     /* Taken by a listener on the host. */
     local = loopback(port);
     qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_ADDRINUSE);
 
     /* The guest's 10.0.0.1 is the host's 127.0.0.1 (addr-map default). */
     local = loopback(lport);
     local.addr[0] = 10;
     qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
-    rnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
-    fd = rnic_tcp_accept(lfd);
+    qrnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    fd = qrnic_tcp_accept(lfd);
     g_assert_cmpint(getpeername(fd, (struct sockaddr *)&from, &flen), ==, 0);
     g_assert_cmpuint(ntohs(from.sin_port), ==, lport);
     g_assert_cmphex(ntohl(from.sin_addr.s_addr), ==, INADDR_LOOPBACK);
     close(fd);
     close(lfd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* A connection made outside QEMU, handed in by fd, reaches the guest. */
@@ -564,9 +564,9 @@ static void test_handoff_fd(void)
     int lfd, outside, inside;
 
     cm_start(&c, ",id=rnic0");
-    lfd = rnic_tcp_listen(&port);
-    outside = rnic_tcp_connect(port, 0);
-    inside = rnic_tcp_accept(lfd);
+    lfd = qrnic_tcp_listen(&port);
+    outside = qrnic_tcp_connect(port, 0);
+    inside = qrnic_tcp_accept(lfd);
     qtest_qmp_fds_assert_success(c.t.qts, &inside, 1,
         "{'execute': 'getfd', 'arguments': {'fdname': 'conn0'}}");
     qtest_qmp_assert_success(c.t.qts,
@@ -609,10 +609,10 @@ static void test_handoff_fd(void)
         g_assert_true(qdict_haskey(r, "error"));
         qobject_unref(r);
     }
-    g_assert_cmphex(rnic_rd(&c.t, RNIC_REG_SCRATCH), ==, 0);
+    g_assert_cmphex(qrnic_rd(&c.t, RNIC_REG_SCRATCH), ==, 0);
     close(outside);
     close(lfd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* DISCONNECT with ABORT resets the TCP connection. */
@@ -627,7 +627,7 @@ static void test_abortive_disconnect(void)
 
     cm_start(&c, NULL);
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port, 0);
+    fd = qrnic_tcp_connect(port, 0);
     ev = cm_request(&c, fd, "");
     qpn = cm_accept(&c, fd, ev.id);
 
@@ -635,11 +635,11 @@ static void test_abortive_disconnect(void)
         .qpn = cpu_to_le32(qpn),
         .flags = cpu_to_le32(RNIC_DISCONNECT_ABORT),
     };
-    rnic_cmd_ok(&c.t, RNIC_CMD_DISCONNECT, &d, sizeof(d));
-    rnic_wait_event(&c.t, &ev);
+    qrnic_cmd_ok(&c.t, RNIC_CMD_DISCONNECT, &d, sizeof(d));
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_CLOSED);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, 1);
-    g_assert_cmpuint(rnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_ERROR);
+    g_assert_cmpuint(qrnic_query_qp_state(&c.t, qpn), ==, RNIC_QPS_ERROR);
     {
         struct timeval tv = { .tv_sec = 5 };
         uint8_t b;
@@ -649,10 +649,10 @@ static void test_abortive_disconnect(void)
         g_assert_cmpint(errno, ==, ECONNRESET);
     }
     /* Not connected any more. */
-    g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_DISCONNECT, &d, sizeof(d)),
+    g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_DISCONNECT, &d, sizeof(d)),
                     ==, RNIC_CMD_ERR_STATE);
     close(fd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* ---- limits a peer cannot exhaust: slots, descriptors, events ---- */
@@ -686,21 +686,21 @@ static uint16_t cm_connect_status(CmTest *c, uint16_t port)
         .peer = loopback(port),
     };
 
-    return rnic_cmd_status(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    return qrnic_cmd_status(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
 }
 
 static uint16_t cm_listen_status(CmTest *c, uint16_t port)
 {
     struct rnic_cmd_listen l = { .local = loopback(port), .backlog = 1 };
 
-    return rnic_cmd_status(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    return qrnic_cmd_status(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
 }
 
 /* Without listen-allow / peer-allow the guest reaches nothing. */
 static void test_default_deny(void)
 {
     uint16_t mine = free_port(), theirs;
-    int lfd = rnic_tcp_listen(&theirs);
+    int lfd = qrnic_tcp_listen(&theirs);
     g_autofree char *args = g_strdup_printf(
         ",listen-allow=127.0.0.1:%u-%u,peer-allow=127.0.0.1:%u",
         mine, mine + 1, theirs);
@@ -710,7 +710,7 @@ static void test_default_deny(void)
     g_assert_cmphex(cm_listen_status(&c, 0), ==, RNIC_CMD_ERR_DENIED);
     g_assert_cmphex(cm_listen_status(&c, mine), ==, RNIC_CMD_ERR_DENIED);
     g_assert_cmphex(cm_connect_status(&c, theirs), ==, RNIC_CMD_ERR_DENIED);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 
     /* Port ranges: only the named ports, and port 0 needs a portless rule */
     cm_start_raw(&c, args);
@@ -721,7 +721,7 @@ static void test_default_deny(void)
                     RNIC_CMD_ERR_DENIED);
     g_assert_cmphex(cm_connect_status(&c, theirs), ==, RNIC_CMD_OK);
     close(lfd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* A peer that connects and says nothing loses its slot (mpa-timeout-ms). */
@@ -734,22 +734,22 @@ static void test_mpa_timeout(void)
 
     cm_start(&c, ",mpa-timeout-ms=300");
     cm_listen(&c, &port);
-    fd = rnic_tcp_connect(port, 0);
+    fd = qrnic_tcp_connect(port, 0);
     g_assert_true(closed_within(fd, 10));
-    rnic_settle(&c.t);
-    g_assert_false(rnic_next_event(&c.t, &ev));
+    qrnic_settle(&c.t);
+    g_assert_false(qrnic_next_event(&c.t, &ev));
     close(fd);
 
     /* Our CONNECT to a peer that accepts and never answers: CONN_ERROR. */
-    lfd = rnic_tcp_listen(&port);
+    lfd = qrnic_tcp_listen(&port);
     g_assert_cmphex(cm_connect_status(&c, port), ==, RNIC_CMD_OK);
-    silent = rnic_tcp_accept(lfd);
-    rnic_wait_event(&c.t, &ev);
+    silent = qrnic_tcp_accept(lfd);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ERROR);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, ETIMEDOUT);
     close(silent);
     close(lfd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /*
@@ -770,14 +770,14 @@ static void test_listen_backlog(void)
     CmTest c;
 
     cm_start(&c, NULL);
-    cmd = rnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    cmd = qrnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l));
     port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
     for (int i = 0; i < 5; i++) {
-        fds[i] = rnic_tcp_connect(port, 0);
+        fds[i] = qrnic_tcp_connect(port, 0);
         g_assert_cmpint(send(fds[i], frame, len, MSG_NOSIGNAL), ==, len);
         /* one at a time, so the device takes them in this order */
         if (i < 2) {
-            rnic_wait_event(&c.t, &ev);
+            qrnic_wait_event(&c.t, &ev);
             g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
             first = first ?: ev.id;
         }
@@ -785,11 +785,11 @@ static void test_listen_backlog(void)
     for (int i = 2; i < 5; i++) {
         g_assert_true(open_after(fds[i], 100));
     }
-    rnic_settle(&c.t);
-    g_assert_false(rnic_next_event(&c.t, &ev));
+    qrnic_settle(&c.t);
+    g_assert_false(qrnic_next_event(&c.t, &ev));
     /* Answering one lets the next in. */
     cm_accept(&c, fds[0], first);
-    rnic_wait_event(&c.t, &ev);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
     g_assert_true(open_after(fds[3], 100));
     /*
@@ -797,14 +797,14 @@ static void test_listen_backlog(void)
      * the host those in its accept queue.
      */
     l.listener_id = ((struct rnic_cmd_listen *)cmd.u.raw)->listener_id;
-    rnic_cmd_ok(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
+    qrnic_cmd_ok(&c.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
     for (int i = 1; i < 5; i++) {
         g_assert_true(closed_within(fds[i], 10));
     }
     for (int i = 0; i < 5; i++) {
         close(fds[i]);
     }
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /*
@@ -821,16 +821,16 @@ static void test_connect_slots_reserved(void)
     CmTest c;
 
     cm_start(&c, ",max-qps=2");
-    cmd = rnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    cmd = qrnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l));
     port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
     for (int i = 0; i < 4; i++) {
-        fds[i] = rnic_tcp_connect(port, 0);
+        fds[i] = qrnic_tcp_connect(port, 0);
     }
     g_assert_true(closed_within(fds[2], 10));
     g_assert_true(closed_within(fds[3], 10));
-    lfd = rnic_tcp_listen(&theirs);
+    lfd = qrnic_tcp_listen(&theirs);
     g_assert_cmphex(cm_connect_status(&c, theirs), ==, RNIC_CMD_OK);
-    out = rnic_tcp_accept(lfd);
+    out = qrnic_tcp_accept(lfd);
     {
         uint8_t hdr[MPA_HDR], pd[512];
 
@@ -841,7 +841,7 @@ static void test_connect_slots_reserved(void)
     for (int i = 0; i < 4; i++) {
         close(fds[i]);
     }
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* CPU seconds QEMU has used so far. */
@@ -904,7 +904,7 @@ static void test_accept_emfile(void)
     low = lim;
     low.rlim_cur = qemu_lowest_free_fd(&c);
     g_assert_cmpint(prlimit(pid, RLIMIT_NOFILE, &low, NULL), ==, 0);
-    fd = rnic_tcp_connect(port, 0);
+    fd = qrnic_tcp_connect(port, 0);
 
     cpu0 = qemu_cpu_seconds(&c);
     wall0 = g_get_monotonic_time() / 1e6;
@@ -919,7 +919,7 @@ static void test_accept_emfile(void)
     g_assert_cmpint(prlimit(pid, RLIMIT_NOFILE, &lim, NULL), ==, 0);
     cm_request(&c, fd, "back");
     close(fd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /*
@@ -939,14 +939,14 @@ static void test_request_flood_keeps_events(void)
 
     cm_start(&c, NULL);
     for (int i = 0; i < 2; i++) {
-        struct rnic_cmd cmd = rnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l,
-                                          sizeof(l));
+        struct rnic_cmd cmd = qrnic_cmd_ok(&c.t, RNIC_CMD_LISTEN, &l,
+                                           sizeof(l));
 
         ports[i] = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->
                                local.port);
     }
     for (int i = 0; i < 8; i++) {
-        fds[i] = rnic_tcp_connect(ports[i % 2], 0);
+        fds[i] = qrnic_tcp_connect(ports[i % 2], 0);
         g_assert_cmpint(send(fds[i], frame, len, MSG_NOSIGNAL), ==, len);
         g_usleep(100 * 1000);   /* taken in this order */
     }
@@ -958,14 +958,14 @@ static void test_request_flood_keeps_events(void)
     g_assert_cmphex(cm_connect_status(&c, closed_port), ==, RNIC_CMD_OK);
     for (int i = 0; i < 100; i++) {
         g_usleep(10 * 1000);
-        rnic_settle(&c.t);
-        if (rnic_rd(&c.t, RNIC_REG_EQ_PROD) - c.t.eq_cons == 5) {
+        qrnic_settle(&c.t);
+        if (qrnic_rd(&c.t, RNIC_REG_EQ_PROD) - c.t.eq_cons == 5) {
             break;
         }
     }
-    g_assert_cmphex(rnic_rd(&c.t, RNIC_REG_STATUS) & RNIC_STATUS_EQ_OVERFLOW,
+    g_assert_cmphex(qrnic_rd(&c.t, RNIC_REG_STATUS) & RNIC_STATUS_EQ_OVERFLOW,
                     ==, 0);
-    while (rnic_next_event(&c.t, &ev)) {
+    while (qrnic_next_event(&c.t, &ev)) {
         requests += ev.type == RNIC_EV_CONN_REQUEST;
         errors += ev.type == RNIC_EV_CONN_ERROR;
     }
@@ -974,7 +974,7 @@ static void test_request_flood_keeps_events(void)
     for (int i = 0; i < 8; i++) {
         close(fds[i]);
     }
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /* Connections in the state dump of device "d". */
@@ -1009,14 +1009,14 @@ static void test_listener_share(void)
     cm_listen_backlog(&c, 64, &port_a);
     id_b = cm_listen_backlog(&c, 64, &port_b);
     for (int i = 0; i < SILENT; i++) {
-        fds[i] = rnic_tcp_connect(port_a, 0);
+        fds[i] = qrnic_tcp_connect(port_a, 0);
     }
     /* 2 of them taken (half of 8 events, over 2 listeners); let it settle */
     for (int i = 0; i < 500 && cm_conns(&c) < 2; i++) {
         g_usleep(1000);
     }
     g_usleep(100 * 1000);
-    fd = rnic_tcp_connect(port_b, 0);
+    fd = qrnic_tcp_connect(port_b, 0);
     ev = cm_request(&c, fd, "b");
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, id_b);
     for (int i = 0; i < SILENT; i++) {
@@ -1024,7 +1024,7 @@ static void test_listener_share(void)
         close(fds[i]);
     }
     close(fd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /*
@@ -1044,26 +1044,26 @@ static void test_burst_held(void)
     cm_start(&c, NULL);
     cm_listen_backlog(&c, 128, &port);
     for (int i = 0; i < PEERS; i++) {
-        fds[i] = rnic_tcp_connect(port, 0);
+        fds[i] = qrnic_tcp_connect(port, 0);
         g_assert_cmpint(send(fds[i], frame, len, MSG_NOSIGNAL), ==, len);
     }
     for (int i = 0; i < PEERS; i++) {
         struct rnic_cmd_accept r = { 0 };
         struct rnic_event ev;
 
-        rnic_wait_event(&c.t, &ev);
+        qrnic_wait_event(&c.t, &ev);
         g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
         r.conn_id = ev.id;
-        rnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
+        qrnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
     }
     for (int i = 0; i < PEERS; i++) {
         mpa_read(fds[i], MPA_REP_KEY, hdr, pd);
         g_assert_cmphex(hdr[16] & MPA_FLAG_R, ==, MPA_FLAG_R);
         close(fds[i]);
     }
-    g_assert_cmphex(rnic_rd(&c.t, RNIC_REG_STATUS) & RNIC_STATUS_EQ_OVERFLOW,
+    g_assert_cmphex(qrnic_rd(&c.t, RNIC_REG_STATUS) & RNIC_STATUS_EQ_OVERFLOW,
                     ==, 0);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 /*
@@ -1080,20 +1080,20 @@ static void cm_burn_conn_ids(CmTest *c, uint32_t qpn, uint16_t port,
         .peer = loopback(port),
         .local_addr = cpu_to_le64(laddr),
     };
-    uint32_t batch = (1u << RNIC_TEST_CMDQ_LOG) - 1;
+    uint32_t batch = (1u << QRNIC_CMDQ_LOG) - 1;
 
     local.addr[3] = 2;      /* 127.0.0.2: not in listen-allow */
     qtest_memwrite(c->t.qts, laddr, &local, sizeof(local));
-    g_assert_cmphex(rnic_cmd_status(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k)),
+    g_assert_cmphex(qrnic_cmd_status(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_DENIED);
     for (uint32_t done = 1; done < n; done += batch) {
         uint32_t m = MIN(batch, n - done);
 
         for (uint32_t i = 0; i < m; i++) {
-            rnic_cmd_queue(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+            qrnic_cmd_queue(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
         }
-        rnic_wr(&c->t, RNIC_REG_CMDQ_PROD, c->t.cmd_prod);
-        while (rnic_rd(&c->t, RNIC_REG_CMDQ_CONS) != c->t.cmd_prod) {
+        qrnic_wr(&c->t, RNIC_REG_CMDQ_PROD, c->t.cmd_prod);
+        while (qrnic_rd(&c->t, RNIC_REG_CMDQ_CONS) != c->t.cmd_prod) {
             qtest_clock_step(c->t.qts, 1000);
         }
     }
@@ -1113,11 +1113,11 @@ static void test_conn_ids_not_reused(void)
     int lfd, fd;
 
     cm_start(&c, NULL);
-    lfd = rnic_tcp_listen(&port);
+    lfd = qrnic_tcp_listen(&port);
     qpn = cm_create_qp(&c);
     first = cm_connect_id(&c, qpn, port, lfd, &fd);
     close(fd);              /* the connection fails: CONN_ERROR, freed */
-    rnic_wait_event(&c.t, &ev);
+    qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ERROR);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
     cm_burn_conn_ids(&c, qpn, port, 32767);
@@ -1133,40 +1133,40 @@ static void test_conn_ids_not_reused(void)
                                                  RNIC_CONN_INFO_SIZE)),
         };
 
-        g_assert_cmphex(rnic_cmd_status(&c.t, RNIC_CMD_QUERY_CONN, &q,
-                                        sizeof(q)), ==, RNIC_CMD_ERR_HANDLE);
+        g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_QUERY_CONN, &q,
+                                         sizeof(q)), ==, RNIC_CMD_ERR_HANDLE);
     }
     close(fd);
     close(lfd);
-    rnic_test_stop(&c.t);
+    qrnic_test_stop(&c.t);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    rnic_test_add_both("/rnic/cm/listen-policy", test_listen_policy);
-    rnic_test_add_both("/rnic/cm/passive-accept", test_passive_accept);
-    rnic_test_add_both("/rnic/cm/passive-reject", test_passive_reject);
-    rnic_test_add_both("/rnic/cm/conn-markers", test_conn_markers);
-    rnic_test_add_both("/rnic/cm/passive-garbage", test_passive_garbage);
-    rnic_test_add_both("/rnic/cm/active-connect", test_active_connect);
-    rnic_test_add_both("/rnic/cm/query-before-mpa", test_query_before_mpa);
-    rnic_test_add_both("/rnic/cm/active-rejected-denied",
-                       test_active_rejected_and_denied);
-    rnic_test_add_both("/rnic/cm/active-local-bind", test_active_local_bind);
-    rnic_test_add_both("/rnic/cm/handoff-fd", test_handoff_fd);
-    rnic_test_add_both("/rnic/cm/abortive-disconnect",
+    qrnic_test_add_both("/rnic/cm/listen-policy", test_listen_policy);
+    qrnic_test_add_both("/rnic/cm/passive-accept", test_passive_accept);
+    qrnic_test_add_both("/rnic/cm/passive-reject", test_passive_reject);
+    qrnic_test_add_both("/rnic/cm/conn-markers", test_conn_markers);
+    qrnic_test_add_both("/rnic/cm/passive-garbage", test_passive_garbage);
+    qrnic_test_add_both("/rnic/cm/active-connect", test_active_connect);
+    qrnic_test_add_both("/rnic/cm/query-before-mpa", test_query_before_mpa);
+    qrnic_test_add_both("/rnic/cm/active-rejected-denied",
+                        test_active_rejected_and_denied);
+    qrnic_test_add_both("/rnic/cm/active-local-bind", test_active_local_bind);
+    qrnic_test_add_both("/rnic/cm/handoff-fd", test_handoff_fd);
+    qrnic_test_add_both("/rnic/cm/abortive-disconnect",
                            test_abortive_disconnect);
-    rnic_test_add_both("/rnic/cm/default-deny", test_default_deny);
-    rnic_test_add_both("/rnic/cm/mpa-timeout", test_mpa_timeout);
-    rnic_test_add_both("/rnic/cm/listen-backlog", test_listen_backlog);
-    rnic_test_add_both("/rnic/cm/connect-slots-reserved",
-                       test_connect_slots_reserved);
-    rnic_test_add_both("/rnic/cm/accept-emfile", test_accept_emfile);
-    rnic_test_add_both("/rnic/cm/request-flood-keeps-events",
-                       test_request_flood_keeps_events);
-    rnic_test_add_both("/rnic/cm/listener-share", test_listener_share);
-    rnic_test_add_both("/rnic/cm/burst-held", test_burst_held);
+    qrnic_test_add_both("/rnic/cm/default-deny", test_default_deny);
+    qrnic_test_add_both("/rnic/cm/mpa-timeout", test_mpa_timeout);
+    qrnic_test_add_both("/rnic/cm/listen-backlog", test_listen_backlog);
+    qrnic_test_add_both("/rnic/cm/connect-slots-reserved",
+                        test_connect_slots_reserved);
+    qrnic_test_add_both("/rnic/cm/accept-emfile", test_accept_emfile);
+    qrnic_test_add_both("/rnic/cm/request-flood-keeps-events",
+                        test_request_flood_keeps_events);
+    qrnic_test_add_both("/rnic/cm/listener-share", test_listener_share);
+    qrnic_test_add_both("/rnic/cm/burst-held", test_burst_held);
     qtest_add_func("/rnic/cm/conn-ids-not-reused", test_conn_ids_not_reused);
     return g_test_run();
 }

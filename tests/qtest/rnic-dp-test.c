@@ -12,77 +12,50 @@
 #include "qobject/qstring.h"
 #include "libqos/rnic.h"
 
-#define IOVA        0x7f0000000000ull
+#define IOVA        QRNIC_MR_IOVA
 #define BUF_SIZE    (64 * 1024)
 #define QP_LOG      4
 #define CQ_LOG      6
 
 /* One side: its device, PD, CQ, QP and one registered buffer. */
 typedef struct Side {
-    RnicTest t;
+    QRnic t;
     uint32_t pdn, cqn;
     uint64_t cq_ring;
     uint32_t cq_cons;
-    RnicTestQp qp;
+    QRnicQp qp;
     uint64_t buf;
     uint32_t stag;
     uint16_t qp_flags;      /* RNIC_QP_FLAG_* of its QP */
 } Side;
 
-static void side_setup(Side *x, uint32_t access)
+static void dp_setup(Side *x, uint32_t access)
 {
-    rnic_test_enable(&x->t);
-    x->pdn = rnic_create_pd(&x->t);
-    x->cqn = rnic_create_cq(&x->t, CQ_LOG, 1, &x->cq_ring);
-    g_assert_cmphex(rnic_try_create_qp_flags(&x->t, x->pdn, x->cqn, x->cqn,
-                                             RNIC_NO_SRQ, QP_LOG, x->qp_flags,
-                                             &x->qp), ==, RNIC_CMD_OK);
+    qrnic_test_enable(&x->t);
+    x->pdn = qrnic_create_pd(&x->t);
+    x->cqn = qrnic_create_cq(&x->t, CQ_LOG, 1, &x->cq_ring);
+    g_assert_cmphex(qrnic_try_create_qp_flags(&x->t, x->pdn, x->cqn, x->cqn,
+                                              RNIC_NO_SRQ, QP_LOG, x->qp_flags,
+                                              &x->qp), ==, RNIC_CMD_OK);
     x->buf = guest_alloc(x->t.alloc, BUF_SIZE);
     g_assert_cmphex(x->buf & 0xfff, ==, 0);
-    g_assert_cmphex(rnic_reg_mr(&x->t, x->pdn, x->buf, BUF_SIZE, access,
-                                0x01, &x->stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&x->t, x->pdn, x->buf, BUF_SIZE, access,
+                                 0x01, &x->stag), ==, RNIC_CMD_OK);
 }
 
 /* Waits in real time (the bytes cross a TCP connection) for a CQE. */
-static void side_cqe(Side *x, struct rnic_cq_entry *e)
+static void dp_cqe(Side *x, struct rnic_cq_entry *e)
 {
-    rnic_wait_cqe(&x->t, x->cq_ring, CQ_LOG, x->cqn, &x->cq_cons, e);
+    qrnic_wait_cqe(&x->t, x->cq_ring, CQ_LOG, x->cqn, &x->cq_cons, e);
 }
 
-static void side_expect_cqe(Side *x, uint8_t opcode, uint8_t status,
-                            uint64_t wr_id, struct rnic_cq_entry *e)
+static void dp_expect_cqe(Side *x, uint8_t opcode, uint8_t status,
+                          uint64_t wr_id, struct rnic_cq_entry *e)
 {
-    side_cqe(x, e);
+    dp_cqe(x, e);
     g_assert_cmphex(le64_to_cpu(e->wr_id), ==, wr_id);
     g_assert_cmpuint(e->status, ==, status);
     g_assert_cmpuint(e->opcode, ==, opcode);
-}
-
-static void side_expect_event(Side *x, uint8_t type, struct rnic_event *ev)
-{
-    rnic_wait_event(&x->t, ev);
-    g_assert_cmpuint(ev->type, ==, type);
-}
-
-static struct rnic_wqe_sge sge(Side *x, uint32_t off, uint32_t len)
-{
-    struct rnic_wqe_sge s = {
-        .addr = cpu_to_le64(IOVA + off),
-        .length = cpu_to_le32(len),
-        .stag = cpu_to_le32(x->stag),
-    };
-
-    return s;
-}
-
-static void fill(Side *x, uint32_t off, uint32_t len, uint8_t seed)
-{
-    g_autofree uint8_t *p = g_malloc(len);
-
-    for (uint32_t i = 0; i < len; i++) {
-        p[i] = seed + i * 7;
-    }
-    qtest_memwrite(x->t.qts, x->buf + off, p, len);
 }
 
 static void check_same(Side *a, uint32_t aoff, Side *b, uint32_t boff,
@@ -110,12 +83,12 @@ static void connect_pair_opts(Side *a, Side *b, const char *extra_a,
     memset(a, 0, sizeof(*a));
     memset(b, 0, sizeof(*b));
     a->qp_flags = b->qp_flags = qp_flags;
-    rnic_test_start_pair(&a->t, &b->t, xa, xb);
-    side_setup(a, access);
-    side_setup(b, access);
-    rnic_connect_qps(&a->t, a->qp.qpn, &b->t, b->qp.qpn, 4);
-    g_assert_cmpuint(rnic_query_qp_state(&a->t, a->qp.qpn), ==, RNIC_QPS_RTS);
-    g_assert_cmpuint(rnic_query_qp_state(&b->t, b->qp.qpn), ==, RNIC_QPS_RTS);
+    qrnic_test_start_pair(&a->t, &b->t, xa, xb);
+    dp_setup(a, access);
+    dp_setup(b, access);
+    qrnic_connect_qps(&a->t, a->qp.qpn, &b->t, b->qp.qpn, 4);
+    g_assert_cmpuint(qrnic_query_qp_state(&a->t, a->qp.qpn), ==, RNIC_QPS_RTS);
+    g_assert_cmpuint(qrnic_query_qp_state(&b->t, b->qp.qpn), ==, RNIC_QPS_RTS);
 }
 
 static void connect_pair(Side *a, Side *b, const char *extra_a,
@@ -126,25 +99,25 @@ static void connect_pair(Side *a, Side *b, const char *extra_a,
 
 static void stop_pair(Side *a, Side *b)
 {
-    rnic_test_stop(&b->t);
-    rnic_test_stop(&a->t);
+    qrnic_test_stop(&b->t);
+    qrnic_test_stop(&a->t);
 }
 
-static void post_recv(Side *x, uint64_t wr_id, uint32_t off, uint32_t len)
+static void dp_post_recv(Side *x, uint64_t wr_id, uint32_t off, uint32_t len)
 {
     struct rnic_rq_wqe w = {
         .wr_id = cpu_to_le64(wr_id),
         .num_sge = 1,
-        .sge[0] = sge(x, off, len),
+        .sge[0] = qrnic_sge(x->stag, IOVA + off, len),
     };
 
-    rnic_post_recv(&x->t, &x->qp, &w);
+    qrnic_post_recv(&x->t, &x->qp, &w);
 }
 
-static void post_send(Side *x, struct rnic_sq_wqe *w)
+static void dp_post_send(Side *x, struct rnic_sq_wqe *w)
 {
     w->flags |= RNIC_WQE_FLAG_SIGNALED;
-    rnic_post_send(&x->t, &x->qp, w);
+    qrnic_post_send(&x->t, &x->qp, w);
 }
 
 static void sends(Side *a, Side *b)
@@ -157,14 +130,14 @@ static void sends(Side *a, Side *b)
             .wr_id = cpu_to_le64(0x5000 + i),
             .opcode = RNIC_WQE_SEND,
             .num_sge = sizes[i] ? 1 : 0,
-            .sge[0] = sge(a, 0, sizes[i]),
+            .sge[0] = qrnic_sge(a->stag, IOVA, sizes[i]),
         };
 
-        fill(a, 0, MAX(sizes[i], 1), i);
-        post_recv(b, 0x6000 + i, 8192, BUF_SIZE - 8192);
-        post_send(a, &w);
-        side_expect_cqe(a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0x5000 + i, &e);
-        side_expect_cqe(b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x6000 + i, &e);
+        qrnic_fill(a->t.qts, a->buf, MAX(sizes[i], 1), i);
+        dp_post_recv(b, 0x6000 + i, 8192, BUF_SIZE - 8192);
+        dp_post_send(a, &w);
+        dp_expect_cqe(a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0x5000 + i, &e);
+        dp_expect_cqe(b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x6000 + i, &e);
         g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, sizes[i]);
         g_assert_cmpuint(le32_to_cpu(e.qpn), ==, b->qp.qpn);
         if (sizes[i]) {
@@ -179,10 +152,10 @@ static void test_send(void)
 
     connect_pair(&a, &b, NULL, NULL);
     sends(&a, &b);
-    g_assert_cmpuint(rnic_qom_int(&a.t, "a", "stat-cqe-success"), ==, 5);
-    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-cqe-success"), ==, 5);
-    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-rx-bytes"), >, 45000);
-    g_assert_cmpuint(rnic_qom_int(&a.t, "a", "stat-tx-fpdus"), >=, 5);
+    g_assert_cmpuint(qrnic_qom_int(&a.t, "a", "stat-cqe-success"), ==, 5);
+    g_assert_cmpuint(qrnic_qom_int(&b.t, "b", "stat-cqe-success"), ==, 5);
+    g_assert_cmpuint(qrnic_qom_int(&b.t, "b", "stat-rx-bytes"), >, 45000);
+    g_assert_cmpuint(qrnic_qom_int(&a.t, "a", "stat-tx-fpdus"), >=, 5);
     stop_pair(&a, &b);
 }
 
@@ -193,7 +166,7 @@ static void test_send_crc(void)
 
     connect_pair(&a, &b, ",mpa-crc=required", NULL);
     sends(&a, &b);
-    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-crc-errors"), ==, 0);
+    g_assert_cmpuint(qrnic_qom_int(&b.t, "b", "stat-crc-errors"), ==, 0);
     stop_pair(&a, &b);
 }
 
@@ -210,18 +183,18 @@ static void test_fault_corrupt_crc(void)
     Side a, b;
 
     connect_pair(&a, &b, ",mpa-crc=required,fault-corrupt-crc=2", NULL);
-    w.sge[0] = sge(&a, 0, 100);
-    post_recv(&b, 11, 0, 1000);
-    post_recv(&b, 12, 0, 1000);
-    post_send(&a, &w);          /* FPDU 1: intact */
-    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 11, &e);
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 100);
+    dp_post_recv(&b, 11, 0, 1000);
+    dp_post_recv(&b, 12, 0, 1000);
+    dp_post_send(&a, &w);          /* FPDU 1: intact */
+    dp_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 11, &e);
     w.wr_id = cpu_to_le64(2);
-    post_send(&a, &w);          /* FPDU 2: CRC inverted */
-    side_expect_event(&b, RNIC_EV_TERM_SENT, &ev);
+    dp_post_send(&a, &w);          /* FPDU 2: CRC inverted */
+    qrnic_expect_event(&b.t, RNIC_EV_TERM_SENT, &ev);
     g_assert_cmphex(le32_to_cpu(ev.arg0), ==, 0x200);  /* LLP, MPA */
     g_assert_cmphex(le32_to_cpu(ev.arg1), ==, 0x02);   /* CRC error */
-    g_assert_cmpuint(rnic_qom_int(&b.t, "b", "stat-crc-errors"), ==, 1);
-    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_WR_FLUSH_ERR, 12, &e);
+    g_assert_cmpuint(qrnic_qom_int(&b.t, "b", "stat-crc-errors"), ==, 1);
+    dp_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_WR_FLUSH_ERR, 12, &e);
     stop_pair(&a, &b);
 }
 
@@ -237,15 +210,15 @@ static void test_fault_drop(void)
     Side a, b;
 
     connect_pair(&a, &b, ",fault-drop-after=3000", NULL);
-    w.sge[0] = sge(&a, 0, 8000);
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 8000);
     w.remote_stag = cpu_to_le32(b.stag);
     w.remote_addr = cpu_to_le64(IOVA);
-    post_send(&a, &w);
-    side_expect_event(&a, RNIC_EV_CONN_CLOSED, &ev);
+    dp_post_send(&a, &w);
+    qrnic_expect_event(&a.t, RNIC_EV_CONN_CLOSED, &ev);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, 1);
-    side_expect_event(&b, RNIC_EV_CONN_CLOSED, &ev);
-    g_assert_cmpuint(rnic_query_qp_state(&a.t, a.qp.qpn), ==, RNIC_QPS_ERROR);
-    g_assert_cmpuint(rnic_query_qp_state(&b.t, b.qp.qpn), ==, RNIC_QPS_ERROR);
+    qrnic_expect_event(&b.t, RNIC_EV_CONN_CLOSED, &ev);
+    g_assert_cmpuint(qrnic_query_qp_state(&a.t, a.qp.qpn), ==, RNIC_QPS_ERROR);
+    g_assert_cmpuint(qrnic_query_qp_state(&b.t, b.qp.qpn), ==, RNIC_QPS_ERROR);
     stop_pair(&a, &b);
 }
 
@@ -257,17 +230,17 @@ static void test_write_read(void)
 
     connect_pair(&a, &b, NULL, NULL);
     /* RDMA Write of 40000 bytes into b's buffer at offset 4096. */
-    fill(&a, 0, 40000, 3);
+    qrnic_fill(a.t.qts, a.buf, 40000, 3);
     w = (struct rnic_sq_wqe) {
         .wr_id = cpu_to_le64(0x7001),
         .opcode = RNIC_WQE_WRITE,
         .num_sge = 1,
-        .sge[0] = sge(&a, 0, 40000),
+        .sge[0] = qrnic_sge(a.stag, IOVA, 40000),
         .remote_stag = cpu_to_le32(b.stag),
         .remote_addr = cpu_to_le64(IOVA + 4096),
     };
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 0x7001, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 0x7001, &e);
     /*
      * A Write completes at the sender only; wait for the bytes to land
      * by reading them back with an RDMA Read into a's second half.
@@ -276,12 +249,12 @@ static void test_write_read(void)
         .wr_id = cpu_to_le64(0x7002),
         .opcode = RNIC_WQE_READ,
         .num_sge = 1,
-        .sge[0] = sge(&a, 45000, 20000),
+        .sge[0] = qrnic_sge(a.stag, IOVA + 45000, 20000),
         .remote_stag = cpu_to_le32(b.stag),
         .remote_addr = cpu_to_le64(IOVA + 4096 + 10000),
     };
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_READ, RNIC_CQE_SUCCESS, 0x7002, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_READ, RNIC_CQE_SUCCESS, 0x7002, &e);
     g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 20000);
     check_same(&a, 0, &b, 4096, 40000);
     check_same(&a, 10000, &a, 45000, 20000);
@@ -301,37 +274,37 @@ static void test_atomics_and_immediate(void)
         .wr_id = cpu_to_le64(0x8001),
         .opcode = RNIC_WQE_ATOMIC_FADD,
         .num_sge = 1,
-        .sge[0] = sge(&a, 64, 8),
+        .sge[0] = qrnic_sge(a.stag, IOVA + 64, 8),
         .remote_stag = cpu_to_le32(b.stag),
         .remote_addr = cpu_to_le64(IOVA + 256),
         .atomic_arg0 = cpu_to_le64(42),
     };
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_ATOMIC_FADD, RNIC_CQE_SUCCESS, 0x8001, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_ATOMIC_FADD, RNIC_CQE_SUCCESS, 0x8001, &e);
     g_assert_cmpuint(qtest_readq(a.t.qts, a.buf + 64), ==, 1000);
     /* Compare-and-swap: matches 1042, so 7 is stored. */
     w.wr_id = cpu_to_le64(0x8002);
     w.opcode = RNIC_WQE_ATOMIC_CSWAP;
-    w.sge[0] = sge(&a, 72, 8);
+    w.sge[0] = qrnic_sge(a.stag, IOVA + 72, 8);
     w.atomic_arg0 = cpu_to_le64(1042);
     w.atomic_arg1 = cpu_to_le64(7);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_ATOMIC_CSWAP, RNIC_CQE_SUCCESS, 0x8002, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_ATOMIC_CSWAP, RNIC_CQE_SUCCESS, 0x8002, &e);
     g_assert_cmpuint(qtest_readq(a.t.qts, a.buf + 72), ==, 1042);
     v = qtest_readq(b.t.qts, b.buf + 256);
     g_assert_cmpuint(v, ==, 7);
 
     /* Immediate data consumes a receive and carries 32 bits. */
-    post_recv(&b, 0x9001, 0, 64);
+    dp_post_recv(&b, 0x9001, 0, 64);
     w = (struct rnic_sq_wqe) {
         .wr_id = cpu_to_le64(0x8003),
         .opcode = RNIC_WQE_IMM_DATA,
         .flags = RNIC_WQE_FLAG_SOLICITED,
         .imm_or_stag = cpu_to_le32(0xfeedf00d),
     };
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_IMM_DATA, RNIC_CQE_SUCCESS, 0x8003, &e);
-    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x9001, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_IMM_DATA, RNIC_CQE_SUCCESS, 0x8003, &e);
+    dp_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x9001, &e);
     g_assert_cmphex(e.flags & RNIC_CQE_FLAG_WITH_IMM, ==,
                     RNIC_CQE_FLAG_WITH_IMM);
     g_assert_cmphex(e.flags & RNIC_CQE_FLAG_SOLICITED, ==,
@@ -360,16 +333,16 @@ static void test_send_with_invalidate(void)
     connect_pair(&a, &b, NULL, NULL);
     /* The STag b advertised: a region of its own, not the receive buffer. */
     target = guest_alloc(b.t.alloc, 4096);
-    g_assert_cmphex(rnic_reg_mr(&b.t, b.pdn, target, 4096,
-                                RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE,
-                                0x02, &tstag), ==, RNIC_CMD_OK);
-    w.sge[0] = sge(&a, 0, 100);
+    g_assert_cmphex(qrnic_reg_mr(&b.t, b.pdn, target, 4096,
+                                 RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE,
+                                 0x02, &tstag), ==, RNIC_CMD_OK);
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 100);
     w.imm_or_stag = cpu_to_le32(tstag);
-    fill(&a, 0, 100, 9);
-    post_recv(&b, 0xb001, 0, 1000);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0xa001, &e);
-    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0xb001, &e);
+    qrnic_fill(a.t.qts, a.buf, 100, 9);
+    dp_post_recv(&b, 0xb001, 0, 1000);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0xa001, &e);
+    dp_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0xb001, &e);
     g_assert_cmphex(e.flags & RNIC_CQE_FLAG_WITH_INV, ==,
                     RNIC_CQE_FLAG_WITH_INV);
     g_assert_cmphex(le32_to_cpu(e.invalidated_stag), ==, tstag);
@@ -380,16 +353,16 @@ static void test_send_with_invalidate(void)
         .wr_id = cpu_to_le64(0xa002),
         .opcode = RNIC_WQE_WRITE,
         .num_sge = 1,
-        .sge[0] = sge(&a, 0, 100),
+        .sge[0] = qrnic_sge(a.stag, IOVA, 100),
         .remote_stag = cpu_to_le32(tstag),
         .remote_addr = cpu_to_le64(IOVA),
     };
-    post_send(&a, &w);
+    dp_post_send(&a, &w);
     /* b refuses: Terminate sent (DDP, tagged buffer, invalid STag). */
-    side_expect_event(&b, RNIC_EV_TERM_SENT, &ev);
+    qrnic_expect_event(&b.t, RNIC_EV_TERM_SENT, &ev);
     g_assert_cmphex(le32_to_cpu(ev.arg0), ==, 0x101);
     g_assert_cmphex(le32_to_cpu(ev.arg1), ==, 0x00);
-    side_expect_event(&a, RNIC_EV_TERM_RECEIVED, &ev);
+    qrnic_expect_event(&a.t, RNIC_EV_TERM_RECEIVED, &ev);
     g_assert_cmphex(le32_to_cpu(ev.arg0), ==, 0x101);
     /* Nothing was placed. */
     {
@@ -404,12 +377,12 @@ static void test_send_with_invalidate(void)
      * iWARP Writes are not acknowledged: a's Write completed when sent; the
      * Terminate then ends a's QP and later work is flushed.
      */
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 0xa002, &e);
-    g_assert_cmpuint(rnic_query_qp_state(&a.t, a.qp.qpn), >=,
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 0xa002, &e);
+    g_assert_cmpuint(qrnic_query_qp_state(&a.t, a.qp.qpn), >=,
                      RNIC_QPS_TERMINATE);
     w.wr_id = cpu_to_le64(0xa003);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_WR_FLUSH_ERR, 0xa003, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_WR_FLUSH_ERR, 0xa003, &e);
     stop_pair(&a, &b);
 }
 
@@ -421,12 +394,12 @@ static void post_writes(Side *a, Side *b, int n)
             .wr_id = cpu_to_le64(i),
             .opcode = RNIC_WQE_WRITE,
             .num_sge = 1,
-            .sge[0] = sge(a, 0, 40000),
+            .sge[0] = qrnic_sge(a->stag, IOVA, 40000),
             .remote_stag = cpu_to_le32(b->stag),
             .remote_addr = cpu_to_le64(IOVA),
         };
 
-        post_send(a, &w);
+        dp_post_send(a, &w);
     }
 }
 
@@ -441,19 +414,19 @@ static void test_reset_in_flight(void)
     connect_pair(&a, &b, NULL, NULL);
     post_writes(&a, &b, 8);
     qtest_system_reset(a.t.qts);
-    rnic_test_after_reset(&a.t);
-    rnic_test_after_reset(&b.t);
-    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_STATUS), ==, 0);
-    g_assert_cmphex(rnic_rd(&b.t, RNIC_REG_STATUS), ==, 0);
-    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
+    qrnic_test_after_reset(&a.t);
+    qrnic_test_after_reset(&b.t);
+    g_assert_cmphex(qrnic_rd(&a.t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(qrnic_rd(&b.t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(qrnic_rd(&a.t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
     /* Everything was destroyed: set up again, connect again, send. */
     {
         Side a2 = { .t = a.t }, b2 = { .t = b.t };
         const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE;
 
-        side_setup(&a2, access);
-        side_setup(&b2, access);
-        rnic_connect_qps(&a2.t, a2.qp.qpn, &b2.t, b2.qp.qpn, 0);
+        dp_setup(&a2, access);
+        dp_setup(&b2, access);
+        qrnic_connect_qps(&a2.t, a2.qp.qpn, &b2.t, b2.qp.qpn, 0);
         sends(&a2, &b2);
         stop_pair(&a2, &b2);
     }
@@ -472,11 +445,11 @@ static void test_control_reset_in_flight(void)
 
     connect_pair(&a, &b, NULL, NULL);
     post_writes(&a, &b, 8);
-    rnic_wr(&a.t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
-    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_STATUS), ==, 0);
-    g_assert_cmphex(rnic_rd(&a.t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
+    qrnic_wr(&a.t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
+    g_assert_cmphex(qrnic_rd(&a.t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(qrnic_rd(&a.t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
     do {
-        rnic_wait_event(&b.t, &ev);
+        qrnic_wait_event(&b.t, &ev);
     } while (ev.type != RNIC_EV_CONN_CLOSED);
     qtest_qmp_assert_success(a.t.qts, "{'execute': 'query-status'}");
     stop_pair(&a, &b);
@@ -523,14 +496,14 @@ static void test_state(void)
     Side a, b;
 
     connect_pair(&a, &b, NULL, NULL);
-    w.sge[0] = sge(&a, 0, 3000);
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 3000);
     w.remote_stag = cpu_to_le32(b.stag);
     w.remote_addr = cpu_to_le64(IOVA);
-    post_recv(&a, 9, 0, 100);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 1, &e);
-    rnic_wr(&b.t, RNIC_REG_DB_CQ_ARM, b.cqn | RNIC_DB_ARM_NEXT);
-    rnic_settle(&b.t);
+    dp_post_recv(&a, 9, 0, 100);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 1, &e);
+    qrnic_wr(&b.t, RNIC_REG_DB_CQ_ARM, b.cqn | RNIC_DB_ARM_NEXT);
+    qrnic_settle(&b.t);
 
     st = get_state(&a, "a");
     g_assert_true(qdict_get_bool(st, "enabled"));
@@ -617,21 +590,21 @@ static void test_capture_runtime(void)
     /* A second pair of QPs on a new connection: recorded. */
     a2 = a;
     b2 = b;
-    g_assert_cmphex(rnic_try_create_qp(&a2.t, a.pdn, a.cqn, a.cqn, QP_LOG,
-                                       &a2.qp), ==, RNIC_CMD_OK);
-    g_assert_cmphex(rnic_try_create_qp(&b2.t, b.pdn, b.cqn, b.cqn, QP_LOG,
-                                       &b2.qp), ==, RNIC_CMD_OK);
-    rnic_connect_qps(&a2.t, a2.qp.qpn, &b2.t, b2.qp.qpn, 0);
-    post_recv(&b2, 5, 0, 100);
+    g_assert_cmphex(qrnic_try_create_qp(&a2.t, a.pdn, a.cqn, a.cqn, QP_LOG,
+                                        &a2.qp), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_try_create_qp(&b2.t, b.pdn, b.cqn, b.cqn, QP_LOG,
+                                        &b2.qp), ==, RNIC_CMD_OK);
+    qrnic_connect_qps(&a2.t, a2.qp.qpn, &b2.t, b2.qp.qpn, 0);
+    dp_post_recv(&b2, 5, 0, 100);
     {
         struct rnic_sq_wqe w = {
             .wr_id = cpu_to_le64(4), .opcode = RNIC_WQE_SEND, .num_sge = 1,
         };
 
-        w.sge[0] = sge(&a2, 0, 100);
-        post_send(&a2, &w);
+        w.sge[0] = qrnic_sge(a2.stag, IOVA, 100);
+        dp_post_send(&a2, &w);
     }
-    side_expect_cqe(&b2, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 5, &e);
+    dp_expect_cqe(&b2, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 5, &e);
     st = get_state(&a, "a");
     cap = qdict_get_qdict(st, "capture");
     /* SYN, SYN-ACK, ACK, MPA Request, Reply and the Send */
@@ -685,7 +658,7 @@ static void test_capture_exit_in_flight(void)
     xb = g_strdup_printf(",capture=%s/b.pcapng,capture-limit=65536,"
                          "capture-files=3", dir);
     connect_pair(&a, &b, xa, xb);
-    fill(&a, 0, 40000, 3);
+    qrnic_fill(a.t.qts, a.buf, 40000, 3);
     post_writes(&a, &b, (1 << QP_LOG) - 1);
     stop_pair(&a, &b);
     remove_dir_files(dir);
@@ -736,7 +709,7 @@ static void example_cqe(Side *x, const char *who, uint8_t status)
 {
     struct rnic_cq_entry e;
 
-    side_cqe(x, &e);
+    dp_cqe(x, &e);
     g_test_message("example: %s: CQE wr_id 0x%" PRIx64 " status %s", who,
                    le64_to_cpu(e.wr_id), cqe_names[e.status]);
     g_assert_cmpuint(e.status, ==, status);
@@ -746,7 +719,7 @@ static void example_event(Side *x, const char *who, uint8_t type)
 {
     struct rnic_event ev;
 
-    rnic_wait_event(&x->t, &ev);
+    qrnic_wait_event(&x->t, &ev);
     g_test_message("example: %s: event %s id %u arg0 0x%x arg1 0x%x", who,
                    event_names[ev.type], le32_to_cpu(ev.id),
                    le32_to_cpu(ev.arg0), le32_to_cpu(ev.arg1));
@@ -768,10 +741,10 @@ static void test_example_read_stag(void)
     Side a, b;
 
     example_start(&a, &b);
-    w.sge[0] = sge(&a, 0, 512);
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 512);
     w.remote_stag = cpu_to_le32(bswap32(b.stag));       /* the bug */
     w.remote_addr = cpu_to_le64(IOVA);
-    post_send(&a, &w);
+    dp_post_send(&a, &w);
     example_cqe(&a, "a", RNIC_CQE_REM_ACCESS_ERR);
     example_event(&a, "a", RNIC_EV_TERM_RECEIVED);
     example_event(&b, "b", RNIC_EV_TERM_SENT);
@@ -794,11 +767,11 @@ static void test_example_cq_not_armed(void)
     Side a, b;
 
     example_start(&a, &b);
-    w.sge[0] = sge(&a, 0, 64);
-    post_recv(&b, 0x4ecf, 0, 4096);
-    post_send(&a, &w);
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 64);
+    dp_post_recv(&b, 0x4ecf, 0, 4096);
+    dp_post_send(&a, &w);
     example_cqe(&b, "b", RNIC_CQE_SUCCESS);
-    fired = rnic_msix_fired(&b.t, 1);
+    fired = qrnic_msix_fired(&b.t, 1);
     g_test_message("example: b: MSI-X vector 1 fired: %s",
                    fired ? "yes" : "no");
     g_assert_false(fired);
@@ -816,15 +789,15 @@ static void test_example_cq_armed(void)
     Side a, b;
 
     connect_pair(&a, &b, NULL, NULL);
-    w.sge[0] = sge(&a, 0, 64);
-    post_recv(&b, 0x4ecf, 0, 4096);
-    rnic_wr(&b.t, RNIC_REG_DB_CQ_ARM, b.cqn | RNIC_DB_ARM_NEXT);  /* fix */
-    post_send(&a, &w);
-    end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
-    while (!rnic_msix_fired(&b.t, 1)) {
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 64);
+    dp_post_recv(&b, 0x4ecf, 0, 4096);
+    qrnic_wr(&b.t, RNIC_REG_DB_CQ_ARM, b.cqn | RNIC_DB_ARM_NEXT); /* fix */
+    dp_post_send(&a, &w);
+    end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
+    while (!qrnic_msix_fired(&b.t, 1)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(500);
-        rnic_settle(&b.t);
+        qrnic_settle(&b.t);
     }
     stop_pair(&a, &b);
 }
@@ -844,8 +817,8 @@ static void test_example_no_receive(void)
     Side a, b;
 
     example_start(&a, &b);
-    w.sge[0] = sge(&a, 0, 64);
-    post_send(&a, &w);      /* b posted no receive: the bug */
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 64);
+    dp_post_send(&a, &w);      /* b posted no receive: the bug */
     example_cqe(&a, "a", RNIC_CQE_SUCCESS);
     example_event(&a, "a", RNIC_EV_TERM_RECEIVED);
     example_event(&b, "b", RNIC_EV_TERM_SENT);
@@ -893,7 +866,7 @@ static uint32_t alloc_fr(Side *x, uint32_t max_pages)
 {
     uint32_t stag;
 
-    g_assert_cmphex(rnic_alloc_mr(&x->t, x->pdn, max_pages, 0x10, 0, &stag),
+    g_assert_cmphex(qrnic_alloc_mr(&x->t, x->pdn, max_pages, 0x10, 0, &stag),
                     ==, RNIC_CMD_OK);
     g_assert_cmphex(stag & 0xff, ==, 0x10);
     return (stag & ~0xffu) | 0x11;      /* FAST_REG gives it a new key */
@@ -915,17 +888,6 @@ static struct rnic_sq_wqe write_wqe(uint64_t wr_id, struct rnic_wqe_sge s,
     return w;
 }
 
-static struct rnic_wqe_sge stag_sge(uint32_t stag, uint64_t addr, uint32_t len)
-{
-    struct rnic_wqe_sge s = {
-        .addr = cpu_to_le64(addr),
-        .length = cpu_to_le32(len),
-        .stag = cpu_to_le32(stag),
-    };
-
-    return s;
-}
-
 /*
  * FAST_REG, Write through it, LOCAL_INV, Write through it again, all
  * posted at once on one SQ: the first Write sees the registration (the
@@ -941,23 +903,23 @@ static void test_fast_reg_order(void)
 
     connect_pair_opts(&a, &b, NULL, NULL, RNIC_QP_FLAG_KERNEL);
     fr = alloc_fr(&a, 4);
-    fill(&a, FR_OFF, 16384, 9);
+    qrnic_fill(a.t.qts, a.buf + FR_OFF, 16384, 9);
     w[0] = fast_reg_wqe(&a, 1, fr, 4);
-    w[1] = write_wqe(2, stag_sge(fr, FR_IOVA, 16384), b.stag, IOVA);
+    w[1] = write_wqe(2, qrnic_sge(fr, FR_IOVA, 16384), b.stag, IOVA);
     w[2] = (struct rnic_sq_wqe) {
         .wr_id = cpu_to_le64(3), .opcode = RNIC_WQE_LOCAL_INV,
         .imm_or_stag = cpu_to_le32(fr),
     };
-    w[3] = write_wqe(4, stag_sge(fr, FR_IOVA, 16384), b.stag, IOVA);
+    w[3] = write_wqe(4, qrnic_sge(fr, FR_IOVA, 16384), b.stag, IOVA);
     for (int i = 0; i < 4; i++) {
-        post_send(&a, &w[i]);
+        dp_post_send(&a, &w[i]);
     }
-    side_expect_cqe(&a, RNIC_WQE_FAST_REG, RNIC_CQE_SUCCESS, 1, &e);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 2, &e);
-    side_expect_cqe(&a, RNIC_WQE_LOCAL_INV, RNIC_CQE_SUCCESS, 3, &e);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 4, &e);
+    dp_expect_cqe(&a, RNIC_WQE_FAST_REG, RNIC_CQE_SUCCESS, 1, &e);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 2, &e);
+    dp_expect_cqe(&a, RNIC_WQE_LOCAL_INV, RNIC_CQE_SUCCESS, 3, &e);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 4, &e);
     /* b got the first Write before a's Terminate: its page k is a's 3 - k */
-    side_expect_event(&b, RNIC_EV_TERM_RECEIVED, &ev);
+    qrnic_expect_event(&b.t, RNIC_EV_TERM_RECEIVED, &ev);
     for (int k = 0; k < 4; k++) {
         check_same(&a, FR_OFF + 4096 * (3 - k), &b, 4096 * k, 4096);
     }
@@ -974,16 +936,16 @@ static void test_user_qp_refused(void)
 
     connect_pair(&a, &b, NULL, NULL);
     w = fast_reg_wqe(&a, 1, alloc_fr(&a, 4), 4);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_FAST_REG, RNIC_CQE_LOC_QP_OP_ERR, 1, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_FAST_REG, RNIC_CQE_LOC_QP_OP_ERR, 1, &e);
     stop_pair(&a, &b);
 
     connect_pair(&a, &b, NULL, NULL);
-    g_assert_cmphex(rnic_alloc_mr(&a.t, a.pdn, 0, 0x20, RNIC_ALLOC_MR_PHYS,
-                                  &phys), ==, RNIC_CMD_OK);
-    w = write_wqe(2, stag_sge(phys, a.buf, 100), b.stag, IOVA);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 2, &e);
+    g_assert_cmphex(qrnic_alloc_mr(&a.t, a.pdn, 0, 0x20, RNIC_ALLOC_MR_PHYS,
+                                   &phys), ==, RNIC_CMD_OK);
+    w = write_wqe(2, qrnic_sge(phys, a.buf, 100), b.stag, IOVA);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 2, &e);
     stop_pair(&a, &b);
 }
 
@@ -1006,23 +968,23 @@ static void test_phys_stag(void)
     Side a, b;
 
     connect_pair_opts(&a, &b, NULL, NULL, RNIC_QP_FLAG_KERNEL);
-    g_assert_cmphex(rnic_alloc_mr(&a.t, a.pdn, 0, 0x20, RNIC_ALLOC_MR_PHYS,
-                                  &pa), ==, RNIC_CMD_OK);
-    g_assert_cmphex(rnic_alloc_mr(&b.t, b.pdn, 0, 0x30, RNIC_ALLOC_MR_PHYS,
-                                  &pb), ==, RNIC_CMD_OK);
-    fill(&a, 0, 5000, 4);
-    w = write_wqe(1, stag_sge(pa, a.buf, 5000), b.stag, IOVA + 8192);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 1, &e);
-    r.sge[0] = stag_sge(pb, b.buf + 20000, 1000);
-    rnic_post_recv(&b.t, &b.qp, &r);
+    g_assert_cmphex(qrnic_alloc_mr(&a.t, a.pdn, 0, 0x20, RNIC_ALLOC_MR_PHYS,
+                                   &pa), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_alloc_mr(&b.t, b.pdn, 0, 0x30, RNIC_ALLOC_MR_PHYS,
+                                   &pb), ==, RNIC_CMD_OK);
+    qrnic_fill(a.t.qts, a.buf, 5000, 4);
+    w = write_wqe(1, qrnic_sge(pa, a.buf, 5000), b.stag, IOVA + 8192);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 1, &e);
+    r.sge[0] = qrnic_sge(pb, b.buf + 20000, 1000);
+    qrnic_post_recv(&b.t, &b.qp, &r);
     w = (struct rnic_sq_wqe) {
         .wr_id = cpu_to_le64(2), .opcode = RNIC_WQE_SEND, .num_sge = 1,
-        .sge[0] = stag_sge(pa, a.buf + 100, 300),
+        .sge[0] = qrnic_sge(pa, a.buf + 100, 300),
     };
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 2, &e);
-    side_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x21, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 2, &e);
+    dp_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x21, &e);
     g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 300);
     check_same(&a, 0, &b, 8192, 5000);
     check_same(&a, 100, &b, 20000, 300);
@@ -1047,8 +1009,8 @@ static void test_phys_stag(void)
     qobject_unref(st);
     /* Not an STag one can invalidate. */
     inv.stag = cpu_to_le32(pa);
-    g_assert_cmphex(rnic_cmd_status(&a.t, RNIC_CMD_INVALIDATE, &inv,
-                                    sizeof(inv)), ==, RNIC_CMD_ERR_BUSY);
+    g_assert_cmphex(qrnic_cmd_status(&a.t, RNIC_CMD_INVALIDATE, &inv,
+                                     sizeof(inv)), ==, RNIC_CMD_ERR_BUSY);
     stop_pair(&a, &b);
 }
 
@@ -1065,28 +1027,28 @@ static void test_read_inv(void)
 
     connect_pair_opts(&a, &b, NULL, NULL, RNIC_QP_FLAG_KERNEL);
     fr = alloc_fr(&a, 2);
-    fill(&b, 4096, 8192, 5);
+    qrnic_fill(b.t.qts, b.buf + 4096, 8192, 5);
     w = fast_reg_wqe(&a, 1, fr, 2);
     w.flags = 0;
-    rnic_post_send(&a.t, &a.qp, &w);
+    qrnic_post_send(&a.t, &a.qp, &w);
     w = (struct rnic_sq_wqe) {
         .wr_id = cpu_to_le64(2), .opcode = RNIC_WQE_READ_INV, .num_sge = 1,
-        .sge[0] = stag_sge(fr, FR_IOVA, 8192),
+        .sge[0] = qrnic_sge(fr, FR_IOVA, 8192),
         .remote_stag = cpu_to_le32(b.stag),
         .remote_addr = cpu_to_le64(IOVA + 4096),
         .imm_or_stag = cpu_to_le32(fr),
     };
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_READ, RNIC_CQE_SUCCESS, 2, &e);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_READ, RNIC_CQE_SUCCESS, 2, &e);
     g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 8192);
     g_assert_cmphex(e.flags & RNIC_CQE_FLAG_WITH_INV, ==,
                     RNIC_CQE_FLAG_WITH_INV);
     g_assert_cmphex(le32_to_cpu(e.invalidated_stag), ==, fr);
     check_same(&a, FR_OFF + 4096, &b, 4096, 4096);
     check_same(&a, FR_OFF, &b, 8192, 4096);
-    w = write_wqe(3, stag_sge(fr, FR_IOVA, 10), b.stag, IOVA);
-    post_send(&a, &w);
-    side_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 3, &e);
+    w = write_wqe(3, qrnic_sge(fr, FR_IOVA, 10), b.stag, IOVA);
+    dp_post_send(&a, &w);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_LOC_PROT_ERR, 3, &e);
     stop_pair(&a, &b);
 }
 
@@ -1105,17 +1067,18 @@ static void test_drain(void)
 
     connect_pair(&a, &b, NULL, NULL);
     for (int i = 0; i < 12; i++) {
-        w = write_wqe(0x100 + i, sge(&a, 0, 4000), b.stag, IOVA);
+        w = write_wqe(0x100 + i, qrnic_sge(a.stag, IOVA, 4000), b.stag,
+                      IOVA);
         w.flags = i % 4 == 3 ? RNIC_WQE_FLAG_SIGNALED : 0;
-        rnic_post_send(&a.t, &a.qp, &w);
+        qrnic_post_send(&a.t, &a.qp, &w);
     }
-    rnic_modify_qp_state(&a.t, a.qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    qrnic_modify_qp_state(&a.t, a.qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     w = (struct rnic_sq_wqe) { .wr_id = cpu_to_le64(0xd500), .opcode =
                                RNIC_WQE_SEND };
-    post_send(&a, &w);
-    post_recv(&a, 0xd7, 0, 64);
+    dp_post_send(&a, &w);
+    dp_post_recv(&a, 0xd7, 0, 64);
     while (!sq_done || !rq_done) {
-        side_cqe(&a, &e);
+        dp_cqe(&a, &e);
         if (e.opcode == RNIC_WQE_RECV) {
             g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0xd7);
             g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
@@ -1128,8 +1091,8 @@ static void test_drain(void)
         sq_done = last_sq == 0xd500;
         g_assert_true(!sq_done || e.status == RNIC_CQE_WR_FLUSH_ERR);
     }
-    rnic_settle(&a.t);
-    g_assert_false(rnic_read_cqe(&a.t, a.cq_ring, CQ_LOG, a.cq_cons, &e));
+    qrnic_settle(&a.t);
+    g_assert_false(qrnic_read_cqe(&a.t, a.cq_ring, CQ_LOG, a.cq_cons, &e));
     stop_pair(&a, &b);
 }
 
@@ -1176,9 +1139,9 @@ static void test_fast_reg_bounds(void)
         if (cases[i].other_mr) {
             w.fr.stag = cpu_to_le32(a.stag + 1);
         }
-        post_send(&a, &w);
-        side_expect_cqe(&a, RNIC_WQE_FAST_REG, cases[i].status, 1, &e);
-        g_assert_cmpuint(rnic_query_qp_state(&a.t, a.qp.qpn), >=,
+        dp_post_send(&a, &w);
+        dp_expect_cqe(&a, RNIC_WQE_FAST_REG, cases[i].status, 1, &e);
+        g_assert_cmpuint(qrnic_query_qp_state(&a.t, a.qp.qpn), >=,
                          RNIC_QPS_TERMINATE);
         stop_pair(&a, &b);
     }
@@ -1187,28 +1150,28 @@ static void test_fast_reg_bounds(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    rnic_test_add_both("/rnic/dp/send", test_send);
-    rnic_test_add_both("/rnic/dp/send-crc", test_send_crc);
-    rnic_test_add_both("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
-    rnic_test_add_both("/rnic/dp/fault-drop", test_fault_drop);
-    rnic_test_add_both("/rnic/dp/reset-in-flight", test_reset_in_flight);
-    rnic_test_add_both("/rnic/dp/control-reset-in-flight",
-                       test_control_reset_in_flight);
-    rnic_test_add_both("/rnic/dp/write-read", test_write_read);
-    rnic_test_add_both("/rnic/dp/atomics-immediate",
-                       test_atomics_and_immediate);
-    rnic_test_add_both("/rnic/dp/send-with-invalidate",
-                       test_send_with_invalidate);
-    rnic_test_add_both("/rnic/dp/state", test_state);
-    rnic_test_add_both("/rnic/dp/fast-reg-order", test_fast_reg_order);
-    rnic_test_add_both("/rnic/dp/user-qp-refused", test_user_qp_refused);
-    rnic_test_add_both("/rnic/dp/phys-stag", test_phys_stag);
-    rnic_test_add_both("/rnic/dp/read-inv", test_read_inv);
-    rnic_test_add_both("/rnic/dp/drain", test_drain);
-    rnic_test_add_both("/rnic/dp/fast-reg-bounds", test_fast_reg_bounds);
-    rnic_test_add_both("/rnic/dp/capture-runtime", test_capture_runtime);
-    rnic_test_add_both("/rnic/dp/capture-exit-in-flight",
-                       test_capture_exit_in_flight);
+    qrnic_test_add_both("/rnic/dp/send", test_send);
+    qrnic_test_add_both("/rnic/dp/send-crc", test_send_crc);
+    qrnic_test_add_both("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
+    qrnic_test_add_both("/rnic/dp/fault-drop", test_fault_drop);
+    qrnic_test_add_both("/rnic/dp/reset-in-flight", test_reset_in_flight);
+    qrnic_test_add_both("/rnic/dp/control-reset-in-flight",
+                        test_control_reset_in_flight);
+    qrnic_test_add_both("/rnic/dp/write-read", test_write_read);
+    qrnic_test_add_both("/rnic/dp/atomics-immediate",
+                        test_atomics_and_immediate);
+    qrnic_test_add_both("/rnic/dp/send-with-invalidate",
+                        test_send_with_invalidate);
+    qrnic_test_add_both("/rnic/dp/state", test_state);
+    qrnic_test_add_both("/rnic/dp/fast-reg-order", test_fast_reg_order);
+    qrnic_test_add_both("/rnic/dp/user-qp-refused", test_user_qp_refused);
+    qrnic_test_add_both("/rnic/dp/phys-stag", test_phys_stag);
+    qrnic_test_add_both("/rnic/dp/read-inv", test_read_inv);
+    qrnic_test_add_both("/rnic/dp/drain", test_drain);
+    qrnic_test_add_both("/rnic/dp/fast-reg-bounds", test_fast_reg_bounds);
+    qrnic_test_add_both("/rnic/dp/capture-runtime", test_capture_runtime);
+    qrnic_test_add_both("/rnic/dp/capture-exit-in-flight",
+                        test_capture_exit_in_flight);
     qtest_add_func("/rnic/dp/example/read-stag", test_example_read_stag);
     qtest_add_func("/rnic/dp/example/cq-not-armed",
                    test_example_cq_not_armed);

@@ -35,7 +35,7 @@
 #define NRECV       4
 #define PREFILL     0xee
 #define GUARD_BYTE  0x5a
-#define IOVA        RNIC_TEST_MR_IOVA
+#define IOVA        QRNIC_MR_IOVA
 #define OP_READ_REQ     0x1
 #define OP_READ_RESP    0x2
 #define OP_SEND         0x3
@@ -54,7 +54,7 @@ typedef struct CleanWrite {
 } CleanWrite;
 
 typedef struct Hostile {
-    RnicTest t;
+    QRnic t;
     GRand *rand;                    /* what is sent */
     GRand *split;                   /* how it is cut: timing may vary */
     uint32_t pdn, stag, recv_stag;
@@ -64,7 +64,7 @@ typedef struct Hostile {
     int fd;
     bool crc, broken, poisoned, our_term, got_term;
     unsigned read_resps;            /* whole Read Responses not waited for */
-    RnicTestQp qp;
+    QRnicQp qp;
     uint64_t cq_ring;
     uint32_t msn[3];
     unsigned recvs_left;
@@ -421,10 +421,10 @@ static void one_item(Hostile *h, GString *log)
 
 static void connect_peer(Hostile *h)
 {
-    uint32_t cqn = rnic_create_cq(&h->t, CQ_LOG, 1, &h->cq_ring);
+    uint32_t cqn = qrnic_create_cq(&h->t, CQ_LOG, 1, &h->cq_ring);
 
-    g_assert_cmphex(rnic_try_create_qp(&h->t, h->pdn, cqn, cqn, QP_LOG,
-                                       &h->qp), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_try_create_qp(&h->t, h->pdn, cqn, cqn, QP_LOG,
+                                        &h->qp), ==, RNIC_CMD_OK);
     for (int i = 0; i < NRECV; i++) {
         struct rnic_rq_wqe w = {
             .wr_id = cpu_to_le64(i), .num_sge = 1,
@@ -435,10 +435,10 @@ static void connect_peer(Hostile *h)
             },
         };
 
-        rnic_post_recv(&h->t, &h->qp, &w);
+        qrnic_post_recv(&h->t, &h->qp, &w);
     }
-    h->fd = rnic_tcp_connect(h->port, 0);
-    rnic_raw_peer_accept(&h->t, h->fd, h->qp.qpn, h->crc, false);
+    h->fd = qrnic_tcp_connect(h->port, 0);
+    qrnic_raw_peer_accept(&h->t, h->fd, h->qp.qpn, h->crc, false);
 }
 
 /* FIN: the device answers and closes.  Close or RST: it notices. */
@@ -459,7 +459,7 @@ static void end_connection(Hostile *h, enum ending how)
         setsockopt(h->fd, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
     }
     close(h->fd);
-    while (rnic_query_qp_state(&h->t, h->qp.qpn) == RNIC_QPS_RTS) {
+    while (qrnic_query_qp_state(&h->t, h->qp.qpn) == RNIC_QPS_RTS) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(1000);
     }
@@ -534,13 +534,13 @@ static void one_connection(Hostile *h, int conn)
     g_test_message("connection %d: items%s, crc %d, end %d, poisoned %d, "
                    "device Terminate %d", conn, log->str, h->crc, how,
                    h->poisoned, h->got_term);
-    g_assert_cmphex(rnic_rd(&h->t, RNIC_REG_STATUS), ==, RNIC_STATUS_READY);
+    g_assert_cmphex(qrnic_rd(&h->t, RNIC_REG_STATUS), ==, RNIC_STATUS_READY);
     qtest_qmp_assert_success(h->t.qts, "{'execute': 'query-status'}");
     if (how == END_FIN && h->poisoned && !h->our_term) {
         g_assert_true(h->got_term);
     }
     check_memory(h, how != END_FIN);
-    while (rnic_next_event(&h->t, &ev)) {
+    while (qrnic_next_event(&h->t, &ev)) {
         /* the connection's last events: the next one starts afresh */
     }
 }
@@ -562,20 +562,20 @@ static void test_hostile_streams(void)
                     .split = g_rand_new() };
     g_test_message("seed %u (RNIC_HOSTILE_SEED=%u repeats this run)", seed,
                    seed);
-    rnic_test_start(&h.t, ",id=dev,listen-allow=127.0.0.1");
-    rnic_test_enable(&h.t);
-    h.pdn = rnic_create_pd(&h.t);
+    qrnic_test_start(&h.t, ",id=dev,listen-allow=127.0.0.1");
+    qrnic_test_enable(&h.t);
+    h.pdn = qrnic_create_pd(&h.t);
     h.mem = guest_alloc(h.t.alloc, BUF_LEN + 2 * GUARD);
     qtest_memset(h.t.qts, h.mem, GUARD_BYTE, BUF_LEN + 2 * GUARD);
-    g_assert_cmphex(rnic_reg_mr(&h.t, h.pdn, h.mem + GUARD, BUF_LEN,
-                                RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE |
-                                RNIC_ACC_REMOTE_READ, 0x33, &h.stag), ==,
+    g_assert_cmphex(qrnic_reg_mr(&h.t, h.pdn, h.mem + GUARD, BUF_LEN,
+                                 RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE |
+                                 RNIC_ACC_REMOTE_READ, 0x33, &h.stag), ==,
                     RNIC_CMD_OK);
     h.recv_mem = guest_alloc(h.t.alloc, NRECV * RECV_LEN);
-    g_assert_cmphex(rnic_reg_mr(&h.t, h.pdn, h.recv_mem, NRECV * RECV_LEN,
-                                RNIC_ACC_LOCAL_WRITE, 0x44, &h.recv_stag), ==,
+    g_assert_cmphex(qrnic_reg_mr(&h.t, h.pdn, h.recv_mem, NRECV * RECV_LEN,
+                                 RNIC_ACC_LOCAL_WRITE, 0x44, &h.recv_stag), ==,
                     RNIC_CMD_OK);
-    cmd = rnic_cmd_ok(&h.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    cmd = qrnic_cmd_ok(&h.t, RNIC_CMD_LISTEN, &l, sizeof(l));
     h.port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
     h.out = g_byte_array_new();
     h.in = g_byte_array_new();
@@ -586,12 +586,12 @@ static void test_hostile_streams(void)
     g_byte_array_unref(h.in);
     g_rand_free(h.rand);
     g_rand_free(h.split);
-    rnic_test_stop(&h.t);
+    qrnic_test_stop(&h.t);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    rnic_test_add_both("/rnic/hostile/streams", test_hostile_streams);
+    qrnic_test_add_both("/rnic/hostile/streams", test_hostile_streams);
     return g_test_run();
 }

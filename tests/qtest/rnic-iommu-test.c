@@ -20,7 +20,7 @@
 #define RAM_SIZE        (128 * MiB)     /* qtest's default, mapped 1:1 */
 #define WINDOW          (8 * GiB)       /* buffer IOVAs: no RAM there */
 #define BUF_SIZE        (16 * 4096)
-#define MR_IOVA         RNIC_TEST_MR_IOVA
+#define MR_IOVA         QRNIC_MR_IOVA
 #define QP_LOG          4
 #define CQ_LOG          6
 #define CANARY          0x5a
@@ -34,10 +34,10 @@ typedef struct Vtd {
 } Vtd;
 
 typedef struct Side {
-    RnicTest t;
+    QRnic t;
     uint32_t pdn, cqn, cq_cons, stag;
     uint64_t cq_ring;
-    RnicTestQp qp;
+    QRnicQp qp;
     uint64_t buf;           /* GPA of the pages behind MR_IOVA */
 } Side;
 
@@ -59,7 +59,7 @@ static void vtd_set(Vtd *v, uint64_t table, unsigned idx, uint64_t entry)
  * Tables for both devices' requester ids (one domain): RAM 1:1 in 2 MiB
  * leaves but for v->hole, and an empty window of 4 KiB pages at WINDOW.
  */
-static void vtd_build(Vtd *v, RnicTest *a, RnicTest *b)
+static void vtd_build(Vtd *v, QRnic *a, QRnic *b)
 {
     uint64_t span = 4 * MiB;
     uint64_t at = guest_alloc(v->alloc, span);
@@ -72,7 +72,7 @@ static void vtd_build(Vtd *v, RnicTest *a, RnicTest *b)
     v->l2_win = vtd_table(v);
     v->l1_win = vtd_table(v);
     vtd_set(v, v->root, 0, v->ctx | VTD_ROOT_ENTRY_P);
-    for (RnicTest *t = a; t; t = t == a ? b : NULL) {
+    for (QRnic *t = a; t; t = t == a ? b : NULL) {
         uint64_t ce = v->ctx + 16 * t->dev->devfn;
 
         qtest_writeq(v->qts, ce, v->l3 | VTD_CONTEXT_ENTRY_P |
@@ -118,24 +118,24 @@ static uint32_t vtd_faults(Vtd *v)
     return qtest_readl(v->qts, Q35_HOST_BRIDGE_IOMMU_ADDR + DMAR_FSTS_REG);
 }
 
-static void side_setup(Side *x)
+static void iommu_setup(Side *x)
 {
-    rnic_test_enable(&x->t);
-    x->pdn = rnic_create_pd(&x->t);
-    x->cqn = rnic_create_cq(&x->t, CQ_LOG, 1, &x->cq_ring);
-    g_assert_cmphex(rnic_try_create_qp(&x->t, x->pdn, x->cqn, x->cqn, QP_LOG,
-                                       &x->qp), ==, RNIC_CMD_OK);
+    qrnic_test_enable(&x->t);
+    x->pdn = qrnic_create_pd(&x->t);
+    x->cqn = qrnic_create_cq(&x->t, CQ_LOG, 1, &x->cq_ring);
+    g_assert_cmphex(qrnic_try_create_qp(&x->t, x->pdn, x->cqn, x->cqn, QP_LOG,
+                                        &x->qp), ==, RNIC_CMD_OK);
     x->buf = guest_alloc(x->t.alloc, BUF_SIZE);
 }
 
 /* @x's MR: BUF_SIZE at MR_IOVA, its pages at DMA address @dma on. */
-static void side_reg(Side *x, uint64_t dma)
+static void iommu_reg(Side *x, uint64_t dma)
 {
     const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ |
                             RNIC_ACC_REMOTE_WRITE;
 
-    g_assert_cmphex(rnic_reg_mr(&x->t, x->pdn, dma, BUF_SIZE, access, 1,
-                                &x->stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&x->t, x->pdn, dma, BUF_SIZE, access, 1,
+                                 &x->stag), ==, RNIC_CMD_OK);
 }
 
 /*
@@ -146,76 +146,57 @@ static void start(Vtd *v, Side *a, Side *b)
 {
     memset(a, 0, sizeof(*a));
     memset(b, 0, sizeof(*b));
-    rnic_test_start_pair_on(&a->t, &b->t,
-                            "-device intel-iommu,aw-bits=39",
-                            ",listen-allow=127.0.0.1",
-                            ",peer-allow=127.0.0.1");
+    qrnic_test_start_pair_on(&a->t, &b->t,
+                             "-device intel-iommu,aw-bits=39",
+                             ",listen-allow=127.0.0.1",
+                             ",peer-allow=127.0.0.1");
     *v = (Vtd) { .qts = a->t.qts, .alloc = a->t.alloc };
     vtd_build(v, &a->t, &b->t);
     vtd_enable(v);
-    side_setup(a);
-    side_setup(b);
-    rnic_connect_qps(&a->t, a->qp.qpn, &b->t, b->qp.qpn, 4);
+    iommu_setup(a);
+    iommu_setup(b);
+    qrnic_connect_qps(&a->t, a->qp.qpn, &b->t, b->qp.qpn, 4);
 }
 
-static void side_cqe(Side *x, struct rnic_cq_entry *e)
+static void iommu_cqe(Side *x, struct rnic_cq_entry *e)
 {
-    rnic_wait_cqe(&x->t, x->cq_ring, CQ_LOG, x->cqn, &x->cq_cons, e);
+    qrnic_wait_cqe(&x->t, x->cq_ring, CQ_LOG, x->cqn, &x->cq_cons, e);
 }
 
-static uint8_t side_expect(Side *x, uint64_t wr_id)
+static uint8_t iommu_expect(Side *x, uint64_t wr_id)
 {
     struct rnic_cq_entry e;
 
-    side_cqe(x, &e);
+    iommu_cqe(x, &e);
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, wr_id);
     return e.status;
 }
 
-static struct rnic_wqe_sge sge(Side *x, uint32_t off, uint32_t len)
-{
-    return (struct rnic_wqe_sge) {
-        .addr = cpu_to_le64(MR_IOVA + off),
-        .length = cpu_to_le32(len),
-        .stag = cpu_to_le32(x->stag),
-    };
-}
-
-static void post_recv(Side *x, uint64_t wr_id, uint32_t len)
+static void iommu_post_recv(Side *x, uint64_t wr_id, uint32_t len)
 {
     struct rnic_rq_wqe w = {
         .wr_id = cpu_to_le64(wr_id),
         .num_sge = 1,
-        .sge[0] = sge(x, 0, len),
+        .sge[0] = qrnic_sge(x->stag, MR_IOVA, len),
     };
 
-    rnic_post_recv(&x->t, &x->qp, &w);
+    qrnic_post_recv(&x->t, &x->qp, &w);
 }
 
-static void post_send(Side *x, uint8_t opcode, uint64_t wr_id, uint32_t len,
-                      uint32_t rstag)
+static void iommu_post_send(Side *x, uint8_t opcode, uint64_t wr_id,
+                            uint32_t len, uint32_t rstag)
 {
     struct rnic_sq_wqe w = {
         .wr_id = cpu_to_le64(wr_id),
         .opcode = opcode,
         .flags = RNIC_WQE_FLAG_SIGNALED,
         .num_sge = 1,
-        .sge[0] = sge(x, 0, len),
+        .sge[0] = qrnic_sge(x->stag, MR_IOVA, len),
         .remote_addr = cpu_to_le64(MR_IOVA),
         .remote_stag = cpu_to_le32(rstag),
     };
 
-    rnic_post_send(&x->t, &x->qp, &w);
-}
-
-static void fill(QTestState *qts, uint64_t gpa, uint32_t len, uint8_t seed)
-{
-    g_autofree uint8_t *p = g_malloc(len);
-
-    for (uint32_t i = 0; i < len; i++) {
-        p[i] = seed + i * 13;
-    }
-    qtest_memwrite(qts, gpa, p, len);
+    qrnic_post_send(&x->t, &x->qp, &w);
 }
 
 static void assert_same(QTestState *qts, uint64_t a, uint64_t b, uint32_t len)
@@ -254,32 +235,32 @@ static void test_translated(void)
         vtd_map_window(&v, 4096 * i, a.buf + 4096 * (15 - i));
         vtd_map_window(&v, 4096 * (16 + i), b.buf + 4096 * (15 - i));
     }
-    side_reg(&a, WINDOW);
-    side_reg(&b, WINDOW + 16 * 4096);
+    iommu_reg(&a, WINDOW);
+    iommu_reg(&b, WINDOW + 16 * 4096);
 
-    fill(v.qts, a.buf, BUF_SIZE, 1);
-    post_recv(&b, 0x10, BUF_SIZE);
-    post_send(&a, RNIC_WQE_SEND, 0x11, BUF_SIZE, 0);
-    g_assert_cmpuint(side_expect(&a, 0x11), ==, RNIC_CQE_SUCCESS);
-    g_assert_cmpuint(side_expect(&b, 0x10), ==, RNIC_CQE_SUCCESS);
+    qrnic_fill(v.qts, a.buf, BUF_SIZE, 1);
+    iommu_post_recv(&b, 0x10, BUF_SIZE);
+    iommu_post_send(&a, RNIC_WQE_SEND, 0x11, BUF_SIZE, 0);
+    g_assert_cmpuint(iommu_expect(&a, 0x11), ==, RNIC_CQE_SUCCESS);
+    g_assert_cmpuint(iommu_expect(&b, 0x10), ==, RNIC_CQE_SUCCESS);
     assert_same(v.qts, a.buf, b.buf, BUF_SIZE);
 
-    fill(v.qts, b.buf, BUF_SIZE, 2);
-    post_send(&b, RNIC_WQE_WRITE, 0x20, BUF_SIZE, a.stag);
-    g_assert_cmpuint(side_expect(&b, 0x20), ==, RNIC_CQE_SUCCESS);
-    post_recv(&a, 0x22, 4);
-    post_send(&b, RNIC_WQE_SEND, 0x21, 4, 0);   /* the Write is placed */
-    g_assert_cmpuint(side_expect(&b, 0x21), ==, RNIC_CQE_SUCCESS);
-    g_assert_cmpuint(side_expect(&a, 0x22), ==, RNIC_CQE_SUCCESS);
+    qrnic_fill(v.qts, b.buf, BUF_SIZE, 2);
+    iommu_post_send(&b, RNIC_WQE_WRITE, 0x20, BUF_SIZE, a.stag);
+    g_assert_cmpuint(iommu_expect(&b, 0x20), ==, RNIC_CQE_SUCCESS);
+    iommu_post_recv(&a, 0x22, 4);
+    iommu_post_send(&b, RNIC_WQE_SEND, 0x21, 4, 0);   /* the Write is placed */
+    g_assert_cmpuint(iommu_expect(&b, 0x21), ==, RNIC_CQE_SUCCESS);
+    g_assert_cmpuint(iommu_expect(&a, 0x22), ==, RNIC_CQE_SUCCESS);
     assert_same(v.qts, a.buf + 4, b.buf + 4, BUF_SIZE - 4);
 
-    fill(v.qts, a.buf, BUF_SIZE, 3);
-    post_send(&b, RNIC_WQE_READ, 0x30, BUF_SIZE, a.stag);
-    g_assert_cmpuint(side_expect(&b, 0x30), ==, RNIC_CQE_SUCCESS);
+    qrnic_fill(v.qts, a.buf, BUF_SIZE, 3);
+    iommu_post_send(&b, RNIC_WQE_READ, 0x30, BUF_SIZE, a.stag);
+    g_assert_cmpuint(iommu_expect(&b, 0x30), ==, RNIC_CQE_SUCCESS);
     assert_same(v.qts, a.buf, b.buf, BUF_SIZE);
     g_assert_cmphex(vtd_faults(&v), ==, 0);
-    rnic_test_stop(&b.t);
-    rnic_test_stop(&a.t);
+    qrnic_test_stop(&b.t);
+    qrnic_test_stop(&a.t);
 }
 
 /*
@@ -295,20 +276,20 @@ static void test_unmapped_page(void)
     Side a, b;
 
     start(&v, &a, &b);
-    side_reg(&a, a.buf);
-    side_reg(&b, v.hole);
+    iommu_reg(&a, a.buf);
+    iommu_reg(&b, v.hole);
     qtest_memset(v.qts, v.hole, CANARY, BUF_SIZE);
-    fill(v.qts, a.buf, BUF_SIZE, 4);
-    post_recv(&b, 0x40, BUF_SIZE);
-    post_send(&a, RNIC_WQE_SEND, 0x41, BUF_SIZE, 0);
-    g_assert_cmpuint(side_expect(&b, 0x40), ==, RNIC_CQE_LOC_ACCESS_ERR);
+    qrnic_fill(v.qts, a.buf, BUF_SIZE, 4);
+    iommu_post_recv(&b, 0x40, BUF_SIZE);
+    iommu_post_send(&a, RNIC_WQE_SEND, 0x41, BUF_SIZE, 0);
+    g_assert_cmpuint(iommu_expect(&b, 0x40), ==, RNIC_CQE_LOC_ACCESS_ERR);
     g_assert_cmphex(vtd_faults(&v) & VTD_FSTS_PPF, ==, VTD_FSTS_PPF);
     assert_canary(v.qts, v.hole, BUF_SIZE);
     /* Terminate sent: ERROR follows once the peer closes. */
-    g_assert_cmpuint(rnic_query_qp_state(&b.t, b.qp.qpn), >=,
+    g_assert_cmpuint(qrnic_query_qp_state(&b.t, b.qp.qpn), >=,
                      RNIC_QPS_TERMINATE);
-    rnic_test_stop(&b.t);
-    rnic_test_stop(&a.t);
+    qrnic_test_stop(&b.t);
+    qrnic_test_stop(&a.t);
 }
 
 /*
@@ -326,41 +307,41 @@ static void test_unmapped_ring(void)
     };
     g_autofree uint8_t *before = g_malloc(4096);
     g_autofree uint8_t *after = g_malloc(4096);
-    RnicTestQp qa, qb;
+    QRnicQp qa, qb;
     struct rnic_event ev;
     Vtd v;
     Side a, b;
 
     start(&v, &a, &b);
-    g_assert_cmphex(rnic_create_qp_at(&a.t, a.pdn, a.cqn, a.cqn, QP_LOG,
-                                      v.hole, guest_alloc(a.t.alloc, 4096),
-                                      &qa), ==, RNIC_CMD_OK);
-    g_assert_cmphex(rnic_try_create_qp(&b.t, b.pdn, b.cqn, b.cqn, QP_LOG,
-                                       &qb), ==, RNIC_CMD_OK);
-    rnic_connect_qps(&a.t, qa.qpn, &b.t, qb.qpn, 4);
+    g_assert_cmphex(qrnic_create_qp_at(&a.t, a.pdn, a.cqn, a.cqn, QP_LOG,
+                                       v.hole, guest_alloc(a.t.alloc, 4096),
+                                       &qa), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_try_create_qp(&b.t, b.pdn, b.cqn, b.cqn, QP_LOG,
+                                        &qb), ==, RNIC_CMD_OK);
+    qrnic_connect_qps(&a.t, qa.qpn, &b.t, qb.qpn, 4);
     qtest_memset(v.qts, v.hole, CANARY, 4096);
-    rnic_post_send(&a.t, &qa, &w);
+    qrnic_post_send(&a.t, &qa, &w);
     qtest_memread(v.qts, v.hole, before, 4096);
     do {
-        rnic_wait_event(&a.t, &ev);
+        qrnic_wait_event(&a.t, &ev);
     } while (ev.type != RNIC_EV_QP_ERROR);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qa.qpn);
-    g_assert_cmpuint(rnic_query_qp_state(&a.t, qa.qpn), >=,
+    g_assert_cmpuint(qrnic_query_qp_state(&a.t, qa.qpn), >=,
                      RNIC_QPS_TERMINATE);
     g_assert_cmphex(vtd_faults(&v) & VTD_FSTS_PPF, ==, VTD_FSTS_PPF);
     qtest_memread(v.qts, v.hole, after, 4096);
     g_assert_cmpmem(before, 4096, after, 4096);
-    g_assert_cmpuint(rnic_rd(&a.t, RNIC_REG_STATUS) & RNIC_STATUS_READY, ==,
+    g_assert_cmpuint(qrnic_rd(&a.t, RNIC_REG_STATUS) & RNIC_STATUS_READY, ==,
                      RNIC_STATUS_READY);
-    rnic_test_stop(&b.t);
-    rnic_test_stop(&a.t);
+    qrnic_test_stop(&b.t);
+    qrnic_test_stop(&a.t);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    rnic_test_add_both("/rnic/iommu/translated", test_translated);
-    rnic_test_add_both("/rnic/iommu/unmapped-page", test_unmapped_page);
-    rnic_test_add_both("/rnic/iommu/unmapped-ring", test_unmapped_ring);
+    qrnic_test_add_both("/rnic/iommu/translated", test_translated);
+    qrnic_test_add_both("/rnic/iommu/unmapped-page", test_unmapped_page);
+    qrnic_test_add_both("/rnic/iommu/unmapped-ring", test_unmapped_ring);
     return g_test_run();
 }

@@ -32,30 +32,30 @@ static struct rnic_cmd_reg_mr reg_mr_args(uint32_t pdn, uint64_t pbl,
 /* max-mrs and max-mws are two limits, not one shared table. */
 static void test_mr_mw_separate(void)
 {
-    RnicTest t;
+    QRnic t;
     uint64_t buf;
     uint32_t pdn, stag;
     struct rnic_cmd_alloc_mw mw;
 
-    rnic_test_start(&t, ",max-mrs=4,max-mws=2");
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
+    qrnic_test_start(&t, ",max-mrs=4,max-mws=2");
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
     buf = guest_alloc(t.alloc, 4096);
     for (int i = 0; i < 4; i++) {
-        g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE,
-                                    i, &stag), ==, RNIC_CMD_OK);
+        g_assert_cmphex(qrnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE,
+                                     i, &stag), ==, RNIC_CMD_OK);
     }
-    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE,
-                                9, &stag), ==, RNIC_CMD_ERR_RESOURCE);
+    g_assert_cmphex(qrnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE,
+                                 9, &stag), ==, RNIC_CMD_ERR_RESOURCE);
     mw = (struct rnic_cmd_alloc_mw) { .pdn = cpu_to_le32(pdn), .type = 1 };
     for (int i = 0; i < 2; i++) {
         mw.key = i;
-        g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_ALLOC_MW, &mw,
-                                        sizeof(mw)), ==, RNIC_CMD_OK);
+        g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_ALLOC_MW, &mw,
+                                         sizeof(mw)), ==, RNIC_CMD_OK);
     }
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_ALLOC_MW, &mw, sizeof(mw)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_ALLOC_MW, &mw, sizeof(mw)),
                     ==, RNIC_CMD_ERR_RESOURCE);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -72,19 +72,19 @@ static void test_page_list_cap(void)
     uint32_t pdn;
     uint16_t st = RNIC_CMD_OK;
     int n;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, ",max-page-list-bytes=4096");
-    rnic_test_enable(&t);
+    qrnic_test_start(&t, ",max-page-list-bytes=4096");
+    qrnic_test_enable(&t);
     attr_addr = guest_alloc(t.alloc, sizeof(attr));
     q = (struct rnic_cmd_query_device) { .attr_addr = cpu_to_le64(attr_addr) };
-    rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    qrnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
     qtest_memread(t.qts, attr_addr, &attr, sizeof(attr));
     g_assert_cmpuint(le64_to_cpu(attr.max_page_list_bytes), ==, 4096);
 
-    pdn = rnic_create_pd(&t);
+    pdn = qrnic_create_pd(&t);
     r = reg_mr_args(pdn, 0xfee00000ull, BIG_PAGES, 1);   /* not RAM */
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &r, sizeof(r)), ==,
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_REG_MR, &r, sizeof(r)), ==,
                     RNIC_CMD_ERR_RESOURCE);
     /* Two pages that are not contiguous: a list each, until the cap. */
     pbl = guest_alloc(t.alloc, 16);
@@ -92,12 +92,12 @@ static void test_page_list_cap(void)
     qtest_writeq(t.qts, pbl + 8, 0x300000);
     for (n = 0; n < 300 && st == RNIC_CMD_OK; n++) {
         r = reg_mr_args(pdn, pbl, 2, n);
-        st = rnic_cmd_status(&t, RNIC_CMD_REG_MR, &r, sizeof(r));
+        st = qrnic_cmd_status(&t, RNIC_CMD_REG_MR, &r, sizeof(r));
     }
     g_assert_cmphex(st, ==, RNIC_CMD_ERR_RESOURCE);
     g_assert_cmpint(n, >, 1);
     g_assert_cmpint(n, <=, 4096 / 16 + 1);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /* Starts QEMU with "-device rnic<extra>" and returns what it printed. */
@@ -152,7 +152,7 @@ static void test_realize_ranges(void)
  */
 static void test_cmdq_yields(void)
 {
-    const uint32_t cmds = 1u << RNIC_TEST_CMDQ_LOG;
+    const uint32_t cmds = 1u << QRNIC_CMDQ_LOG;
     g_autofree char *extra = g_strdup_printf(",max-page-list-bytes=%llu",
                                              (unsigned long long)cmds * 9 *
                                              1024 * 1024);
@@ -161,34 +161,34 @@ static void test_cmdq_yields(void)
     uint32_t pdn, cons;
     gint64 t0, dt;
     QDict *resp;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, extra);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
+    qrnic_test_start(&t, extra);
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
     pbl = guest_alloc(t.alloc, BIG_PAGES * 8);  /* zero: page 0, each */
     for (uint32_t i = 0; i < cmds; i++) {
         r = reg_mr_args(pdn, pbl, BIG_PAGES, i);
-        rnic_cmd_queue(&t, RNIC_CMD_REG_MR, &r, sizeof(r));
+        qrnic_cmd_queue(&t, RNIC_CMD_REG_MR, &r, sizeof(r));
     }
-    rnic_wr(&t, RNIC_REG_CMDQ_PROD, t.cmd_prod);
-    while (rnic_rd(&t, RNIC_REG_CMDQ_CONS) == t.cmd_prod - cmds) {
+    qrnic_wr(&t, RNIC_REG_CMDQ_PROD, t.cmd_prod);
+    while (qrnic_rd(&t, RNIC_REG_CMDQ_CONS) == t.cmd_prod - cmds) {
         g_usleep(100);
     }
     t0 = g_get_monotonic_time();
     resp = qtest_qmp(t.qts, "{'execute': 'query-status'}");
     dt = g_get_monotonic_time() - t0;
-    cons = rnic_rd(&t, RNIC_REG_CMDQ_CONS);
+    cons = qrnic_rd(&t, RNIC_REG_CMDQ_CONS);
     g_assert_true(qdict_haskey(resp, "return"));
     qobject_unref(resp);
     g_test_message("query-status answered in %" PRId64 " us during a flood "
                    "of %u REG_MRs of 2^20 pages; %u of them done then",
                    dt, cmds, cons - (t.cmd_prod - cmds));
     g_assert_cmpuint(cons, !=, t.cmd_prod);
-    while (rnic_rd(&t, RNIC_REG_CMDQ_CONS) != t.cmd_prod) {
+    while (qrnic_rd(&t, RNIC_REG_CMDQ_CONS) != t.cmd_prod) {
         g_usleep(1000);
     }
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -208,12 +208,12 @@ static void test_wq_yields(void)
     uint64_t cq_ring;
     gint64 t0, dt;
     QDict *resp;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, ",max-qp-wrs=32768");
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 3, 1, &cq_ring);
+    qrnic_test_start(&t, ",max-qp-wrs=32768");
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 3, 1, &cq_ring);
     for (int i = 0; i < NQP; i++) {
         c = (struct rnic_cmd_qp) {
             .pdn = cpu_to_le32(pdn),
@@ -227,11 +227,11 @@ static void test_wq_yields(void)
             .sq_log_size = LOG,
             .rq_log_size = 1,
         };
-        cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &c, sizeof(c));
+        cmd = qrnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &c, sizeof(c));
         qpn[i] = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
     }
     for (int i = 0; i < NQP; i++) {
-        rnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qpn[i], 1u << LOG));
+        qrnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qpn[i], 1u << LOG));
     }
     t0 = g_get_monotonic_time();
     resp = qtest_qmp(t.qts, "{'execute': 'query-status'}");
@@ -239,13 +239,13 @@ static void test_wq_yields(void)
     g_assert_true(qdict_haskey(resp, "return"));
     qobject_unref(resp);
     q = (struct rnic_cmd_query_qp) { .qpn = cpu_to_le32(qpn[NQP - 1]) };
-    cmd = rnic_cmd_ok(&t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
     cons = le32_to_cpu(((struct rnic_cmd_query_qp *)cmd.u.raw)->sq_cons);
     g_test_message("query-status answered in %" PRId64 " us while %u send "
                    "queue entries were rung; the last QP's ring then had "
                    "%u of %u taken", dt, NQP << LOG, cons, 1u << LOG);
     g_assert_cmpuint(cons, <, 1u << LOG);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /* The largest "octets sent" of the device's rnic_wq_run traces in @log. */
@@ -290,27 +290,27 @@ static void test_wq_run_tx_bound(void)
     struct rnic_cmd_listen l = { .local = { .family = RNIC_AF_INET,
                                             .addr = { 127, 0, 0, 1 } },
                                  .backlog = NQP };
-    RnicTestQp qp[NQP];
+    QRnicQp qp[NQP];
     uint32_t pdn, cqn, stag;
     uint64_t cq_ring, buf, most, total;
     struct rnic_cmd cmd;
     uint16_t port;
     int fds[NQP];
-    RnicTest t;
+    QRnic t;
 
     if (getenv("RNIC_QTEST_CAPTURE")) {
         /* its -device options would follow this test's -D */
         g_test_skip("reads its own trace log; the capture run adds to it");
         return;
     }
-    rnic_test_start(&t, extra);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 5, 1, &cq_ring);
+    qrnic_test_start(&t, extra);
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 5, 1, &cq_ring);
     buf = guest_alloc(t.alloc, LEN);
-    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, LEN, RNIC_ACC_LOCAL_WRITE, 1,
-                                &stag), ==, RNIC_CMD_OK);
-    cmd = rnic_cmd_ok(&t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    g_assert_cmphex(qrnic_reg_mr(&t, pdn, buf, LEN, RNIC_ACC_LOCAL_WRITE, 1,
+                                 &stag), ==, RNIC_CMD_OK);
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_LISTEN, &l, sizeof(l));
     port = le16_to_cpu(((struct rnic_cmd_listen *)cmd.u.raw)->local.port);
     for (int i = 0; i < NQP; i++) {
         struct rnic_sq_wqe w = {
@@ -319,22 +319,22 @@ static void test_wq_run_tx_bound(void)
             .num_sge = 1,
             .remote_stag = cpu_to_le32(0x100),
             .sge[0] = {
-                .addr = cpu_to_le64(RNIC_TEST_MR_IOVA),
+                .addr = cpu_to_le64(QRNIC_MR_IOVA),
                 .length = cpu_to_le32(LEN),
                 .stag = cpu_to_le32(stag),
             },
         };
 
         t.udb = i + 1;
-        g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp[i]), ==,
+        g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp[i]), ==,
                         RNIC_CMD_OK);
-        fds[i] = rnic_tcp_connect(port, 0);
-        rnic_raw_peer_accept(&t, fds[i], qp[i].qpn, false, false);
+        fds[i] = qrnic_tcp_connect(port, 0);
+        qrnic_raw_peer_accept(&t, fds[i], qp[i].qpn, false, false);
         qtest_memwrite(t.qts, qp[i].sq, &w, sizeof(w));
         stl_le_p(pages + i * PAGE, RNIC_DB_VALUE(qp[i].qpn, 1));
     }
     /* Every doorbell in one write: page i's DB_SQ rings QP i. */
-    rnic_udb_rd(&t, 0, RNIC_REG_DB_SQ);         /* maps BAR 4 */
+    qrnic_udb_rd(&t, 0, RNIC_REG_DB_SQ);        /* maps BAR 4 */
     qtest_memwrite(t.qts, t.udb_bar.addr + RNIC_REG_DB_SQ, pages,
                    (NQP - 1) * PAGE + 4);
     /*
@@ -342,14 +342,14 @@ static void test_wq_run_tx_bound(void)
      * real time: poll the trace until 2 MiB have gone.
      */
     for (int tries = 0; tries < 1000; tries++) {
-        rnic_settle(&t);
+        qrnic_settle(&t);
         most = max_wq_run_tx(log, &total);
         if (total >= 2 * LEN) {
             break;
         }
         g_usleep(10 * 1000);
     }
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
     g_test_message("largest run sent %" PRIu64 " octets; all runs %" PRIu64,
                    most, total);
     g_assert_cmpuint(total, >=, 2 * LEN);
@@ -371,20 +371,20 @@ static void test_pdata_limit(void)
     struct rnic_cmd_connect c;
     uint64_t attr_addr, pdata, cq_ring;
     uint32_t pdn, cqn, max;
-    RnicTestQp qp;
-    RnicTest t;
+    QRnicQp qp;
+    QRnic t;
 
-    rnic_test_start(&t, ",peer-allow=127.0.0.1:9");
-    rnic_test_enable(&t);
+    qrnic_test_start(&t, ",peer-allow=127.0.0.1:9");
+    qrnic_test_enable(&t);
     attr_addr = guest_alloc(t.alloc, sizeof(attr));
     q = (struct rnic_cmd_query_device) { .attr_addr = cpu_to_le64(attr_addr) };
-    rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    qrnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
     qtest_memread(t.qts, attr_addr, &attr, sizeof(attr));
     max = le32_to_cpu(attr.max_pdata);
     g_assert_cmpuint(max, ==, RNIC_MAX_PDATA);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 3, 1, &cq_ring);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
+    pdn = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 3, 1, &cq_ring);
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
                     RNIC_CMD_OK);
     pdata = guest_alloc(t.alloc, max + 1);
     c = (struct rnic_cmd_connect) {
@@ -397,12 +397,12 @@ static void test_pdata_limit(void)
             .pdata_addr = cpu_to_le64(pdata),
         },
     };
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
                     RNIC_CMD_ERR_PARAM);
     c.param.pdata_len = cpu_to_le16(max);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_CONNECT, &c, sizeof(c)), ==,
                     RNIC_CMD_OK);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -412,25 +412,25 @@ static void test_pdata_limit(void)
  */
 static void test_max_qps_accepts(void)
 {
-    RnicTest a, b;
+    QRnic a, b;
     uint64_t ring_a, ring_b;
     uint32_t cq_a, cq_b;
-    RnicTestQp qa, qb;
+    QRnicQp qa, qb;
 
-    rnic_test_start_pair(&a, &b, ",max-qps=65535,listen-allow=127.0.0.1",
-                         ",peer-allow=127.0.0.1");
-    rnic_test_enable(&a);
-    rnic_test_enable(&b);
-    cq_a = rnic_create_cq(&a, 3, 1, &ring_a);
-    cq_b = rnic_create_cq(&b, 3, 1, &ring_b);
-    g_assert_cmphex(rnic_try_create_qp(&a, rnic_create_pd(&a), cq_a, cq_a, 3,
-                                       &qa), ==, RNIC_CMD_OK);
-    g_assert_cmphex(rnic_try_create_qp(&b, rnic_create_pd(&b), cq_b, cq_b, 3,
-                                       &qb), ==, RNIC_CMD_OK);
-    rnic_connect_qps(&a, qa.qpn, &b, qb.qpn, 1);
-    g_assert_cmpuint(rnic_query_qp_state(&a, qa.qpn), ==, RNIC_QPS_RTS);
-    rnic_test_stop(&b);
-    rnic_test_stop(&a);
+    qrnic_test_start_pair(&a, &b, ",max-qps=65535,listen-allow=127.0.0.1",
+                          ",peer-allow=127.0.0.1");
+    qrnic_test_enable(&a);
+    qrnic_test_enable(&b);
+    cq_a = qrnic_create_cq(&a, 3, 1, &ring_a);
+    cq_b = qrnic_create_cq(&b, 3, 1, &ring_b);
+    g_assert_cmphex(qrnic_try_create_qp(&a, qrnic_create_pd(&a), cq_a, cq_a, 3,
+                                        &qa), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_try_create_qp(&b, qrnic_create_pd(&b), cq_b, cq_b, 3,
+                                        &qb), ==, RNIC_CMD_OK);
+    qrnic_connect_qps(&a, qa.qpn, &b, qb.qpn, 1);
+    g_assert_cmpuint(qrnic_query_qp_state(&a, qa.qpn), ==, RNIC_QPS_RTS);
+    qrnic_test_stop(&b);
+    qrnic_test_stop(&a);
 }
 
 int main(int argc, char **argv)

@@ -21,10 +21,10 @@
 #define EPROTO_LINUX 71
 
 typedef struct P2p {
-    RnicTest t;
+    QRnic t;
     uint32_t pdn, cqn;
     uint64_t cq_ring;
-    RnicTestQp qp;
+    QRnicQp qp;
 } P2p;
 
 /* The device reaches nothing by default: loopback, and @props. */
@@ -34,12 +34,12 @@ static void p2p_start(P2p *p, const char *props)
         g_strdup_printf(",listen-allow=127.0.0.1,peer-allow=127.0.0.1%s",
                         props ? props : "");
 
-    rnic_test_start(&p->t, extra);
-    rnic_test_enable(&p->t);
-    p->pdn = rnic_create_pd(&p->t);
-    p->cqn = rnic_create_cq(&p->t, 4, 1, &p->cq_ring);
-    g_assert_cmphex(rnic_try_create_qp(&p->t, p->pdn, p->cqn, p->cqn, 3,
-                                       &p->qp), ==, RNIC_CMD_OK);
+    qrnic_test_start(&p->t, extra);
+    qrnic_test_enable(&p->t);
+    p->pdn = qrnic_create_pd(&p->t);
+    p->cqn = qrnic_create_cq(&p->t, 4, 1, &p->cq_ring);
+    g_assert_cmphex(qrnic_try_create_qp(&p->t, p->pdn, p->cqn, p->cqn, 3,
+                                        &p->qp), ==, RNIC_CMD_OK);
 }
 
 static struct rnic_sockaddr lo(uint16_t port)
@@ -61,7 +61,7 @@ static void mpa_send(int fd, const char *key, uint16_t ird, uint16_t ord)
     stw_be_p(f + 18, 4);
     stw_be_p(f + 20, ird);
     stw_be_p(f + 22, ord);
-    rnic_write_full(fd, f, sizeof(f));
+    qrnic_write_full(fd, f, sizeof(f));
 }
 
 /* Reads a frame; its flags, and its RFC 6581 words into @ird/@ord. */
@@ -71,11 +71,11 @@ static uint8_t mpa_recv(int fd, const char *key, uint16_t *ird,
     uint8_t h[20], d[512];
     uint16_t len;
 
-    rnic_read_full(fd, h, sizeof(h));
+    qrnic_read_full(fd, h, sizeof(h));
     g_assert_cmpmem(h, 16, key, 16);
     len = lduw_be_p(h + 18);
     g_assert_cmpuint(len, <=, sizeof(d));
-    rnic_read_full(fd, d, len);
+    qrnic_read_full(fd, d, len);
     if (h[16] & FLAG_S) {
         *ird = lduw_be_p(d);
         *ord = lduw_be_p(d + 2);
@@ -92,10 +92,10 @@ static size_t fpdu_recv(int fd, uint8_t *u)
     uint8_t l[2], tail[7];
     size_t len;
 
-    rnic_read_full(fd, l, 2);
+    qrnic_read_full(fd, l, 2);
     len = lduw_be_p(l);
-    rnic_read_full(fd, u, len);
-    rnic_read_full(fd, tail, (-(len + 2) & 3) + 4);
+    qrnic_read_full(fd, u, len);
+    qrnic_read_full(fd, tail, (-(len + 2) & 3) + 4);
     return len;
 }
 
@@ -105,7 +105,7 @@ static void fpdu_send(int fd, const uint8_t *u, size_t len)
 
     stw_be_p(f, len);
     memcpy(f + 2, u, len);
-    rnic_write_full(fd, f, 2 + len + (-(len + 2) & 3) + 4);
+    qrnic_write_full(fd, f, 2 + len + (-(len + 2) & 3) + 4);
 }
 
 /* A zero-length tagged message (RTR Write, or the RTR's Read Response). */
@@ -125,12 +125,6 @@ static bool readable(int fd, int ms)
     return poll(&pfd, 1, ms) == 1;
 }
 
-static void expect_event(P2p *p, uint8_t type, struct rnic_event *ev)
-{
-    rnic_wait_event(&p->t, ev);
-    g_assert_cmpuint(ev->type, ==, type);
-}
-
 static void post_inline_send(P2p *p, const char *s)
 {
     struct rnic_sq_wqe w = {
@@ -140,8 +134,8 @@ static void post_inline_send(P2p *p, const char *s)
     };
 
     memcpy(w.sge, s, strlen(s));
-    rnic_post_send(&p->t, &p->qp, &w);
-    rnic_settle(&p->t);
+    qrnic_post_send(&p->t, &p->qp, &w);
+    qrnic_settle(&p->t);
 }
 
 /*
@@ -161,27 +155,27 @@ static void test_responder_waits_for_rtr(void)
     int fd;
 
     p2p_start(&p, NULL);
-    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    fd = rnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
-                                       cmd.u.raw)->local.port), 0);
+    cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    fd = qrnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
+                                        cmd.u.raw)->local.port), 0);
     mpa_send(fd, KEY_REQ, IRD_P2P | 1, ORD_WRITE | ORD_READ | 1);
-    expect_event(&p, RNIC_EV_CONN_REQUEST, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_CONN_REQUEST, &ev);
 
     q.conn_id = ev.id;
     q.info_addr = cpu_to_le64(guest_alloc(p.t.alloc, RNIC_CONN_INFO_SIZE));
-    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
     g_assert_cmphex(((struct rnic_cmd_query_conn *)cmd.u.raw)->peer_rtr, ==,
                     RNIC_RTR_P2P | RNIC_RTR_WRITE | RNIC_RTR_READ);
 
     a.conn_id = ev.id;
     a.qpn = cpu_to_le32(p.qp.qpn);
     a.param.ird = a.param.ord = cpu_to_le16(1);
-    rnic_cmd_ok(&p.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    qrnic_cmd_ok(&p.t, RNIC_CMD_ACCEPT, &a, sizeof(a));
     g_assert_cmphex(mpa_recv(fd, KEY_REP, &ird, &ord, NULL), ==, FLAG_S);
     g_assert_cmphex(ird & 0xc000, ==, IRD_P2P);
     g_assert_cmphex(ord & 0xc000, ==, ORD_WRITE);
-    expect_event(&p, RNIC_EV_CONN_ESTABLISHED, &ev);
-    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
+    qrnic_expect_event(&p.t, RNIC_EV_CONN_ESTABLISHED, &ev);
+    cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_QUERY_CONN, &q, sizeof(q));
     g_assert_cmphex(((struct rnic_cmd_query_conn *)cmd.u.raw)->rtr, ==,
                     RNIC_RTR_WRITE);
 
@@ -189,14 +183,14 @@ static void test_responder_waits_for_rtr(void)
     g_assert_false(readable(fd, 300));      /* held until the RTR */
     tagged_empty(fd, 0x0, 1, 0);            /* siw's RTR: STag 1, TO 0 */
     for (int i = 0; i < 100 && !readable(fd, 10); i++) {
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
     g_assert_cmpuint(fpdu_recv(fd, u), ==, 18 + 5);
     g_assert_cmphex(u[1] & 0xf, ==, 0x3);   /* Send */
     g_assert_cmpmem(u + 18, 5, "early", 5);
-    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_RTS);
+    g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_RTS);
     close(fd);
-    rnic_test_stop(&p.t);
+    qrnic_test_stop(&p.t);
 }
 
 /* mpa-rtr=write and a Request offering Read only: an MPA Reject. */
@@ -211,15 +205,15 @@ static void test_responder_refuses(void)
     int fd;
 
     p2p_start(&p, ",mpa-rtr=write");
-    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    fd = rnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
-                                       cmd.u.raw)->local.port), 0);
+    cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    fd = qrnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
+                                        cmd.u.raw)->local.port), 0);
     mpa_send(fd, KEY_REQ, IRD_P2P | 1, ORD_READ | 1);
     g_assert_cmphex(mpa_recv(fd, KEY_REP, &ird, &ord, why), ==, FLAG_R);
     g_assert_cmpstr(why, ==, "no matching RTR type");
-    g_assert_false(rnic_next_event(&p.t, &ev));
+    g_assert_false(qrnic_next_event(&p.t, &ev));
     close(fd);
-    rnic_test_stop(&p.t);
+    qrnic_test_stop(&p.t);
 }
 
 /* CONNECT as initiator: returns the peer's socket, Request read. */
@@ -227,13 +221,13 @@ static int connect_p2p(P2p *p, uint8_t rtr, uint16_t *ird, uint16_t *ord)
 {
     struct rnic_cmd_connect k = { .param.rtr = rtr };
     uint16_t port;
-    int lfd = rnic_tcp_listen(&port), fd;
+    int lfd = qrnic_tcp_listen(&port), fd;
 
     k.qpn = cpu_to_le32(p->qp.qpn);
     k.peer = lo(port);
     k.param.ird = k.param.ord = cpu_to_le16(2);
-    rnic_cmd_ok(&p->t, RNIC_CMD_CONNECT, &k, sizeof(k));
-    fd = rnic_tcp_accept(lfd);
+    qrnic_cmd_ok(&p->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+    fd = qrnic_tcp_accept(lfd);
     close(lfd);
     g_assert_cmphex(mpa_recv(fd, KEY_REQ, ird, ord, NULL), ==, FLAG_S);
     return fd;
@@ -257,7 +251,7 @@ static void test_initiator_read_rtr(void)
     g_assert_cmphex(ird & 0xc000, ==, IRD_P2P);
     g_assert_cmphex(ord & 0xc000, ==, ORD_READ);
     mpa_send(fd, KEY_REP, IRD_P2P | 2, ORD_READ | 2);
-    expect_event(&p, RNIC_EV_CONN_ESTABLISHED, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_CONN_ESTABLISHED, &ev);
     post_inline_send(&p, "after");
 
     g_assert_cmpuint(fpdu_recv(fd, u), ==, 18 + 28);
@@ -266,14 +260,14 @@ static void test_initiator_read_rtr(void)
     tagged_empty(fd, 0x2, ldl_be_p(u + 18), ldq_be_p(u + 18 + 4));
     g_assert_cmpuint(fpdu_recv(fd, u), ==, 18 + 5);
     g_assert_cmphex(u[1] & 0xf, ==, 0x3);           /* then the Send */
-    rnic_settle(&p.t);
+    qrnic_settle(&p.t);
     /* one CQE, the Send's: the RTR made none */
-    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, 4, 0, &e));
+    g_assert_true(qrnic_read_cqe(&p.t, p.cq_ring, 4, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 1);
-    g_assert_false(rnic_read_cqe(&p.t, p.cq_ring, 4, 1, &e));
-    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_RTS);
+    g_assert_false(qrnic_read_cqe(&p.t, p.cq_ring, 4, 1, &e));
+    g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_RTS);
     close(fd);
-    rnic_test_stop(&p.t);
+    qrnic_test_stop(&p.t);
 }
 
 /*
@@ -294,13 +288,13 @@ static void test_initiator_holds(void)
     fd = connect_p2p(&p, 0, &ird, &ord);
     mpa_send(fd, KEY_REP, IRD_P2P | 2, ORD_READ | 2);
     t0 = g_get_monotonic_time();
-    expect_event(&p, RNIC_EV_CONN_ESTABLISHED, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_CONN_ESTABLISHED, &ev);
     g_assert_cmpuint(fpdu_recv(fd, u), ==, 18 + 28);   /* the RTR */
     waited_ms = (g_get_monotonic_time() - t0) / 1000;
     g_test_message("the RTR came %" PRId64 " ms after the Reply", waited_ms);
     g_assert_cmpint(waited_ms, >=, 300 - 1);   /* the device counts in ms */
     close(fd);
-    rnic_test_stop(&p.t);
+    qrnic_test_stop(&p.t);
 }
 
 /*
@@ -325,20 +319,21 @@ static void test_initiator_refuses(void)
     g_assert_cmphex(u[18], ==, 0x20);               /* LLP, MPA */
     g_assert_cmphex(u[19], ==, 0x07);               /* no matching RTR */
     g_assert_cmpint(read(fd, u, 1), ==, 0);
-    expect_event(&p, RNIC_EV_CONN_ERROR, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_CONN_ERROR, &ev);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, EPROTO_LINUX);
     close(fd);
-    rnic_test_stop(&p.t);
+    qrnic_test_stop(&p.t);
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    rnic_test_add_both("/rnic/p2p/responder-waits-for-rtr",
-                       test_responder_waits_for_rtr);
-    rnic_test_add_both("/rnic/p2p/responder-refuses", test_responder_refuses);
-    rnic_test_add_both("/rnic/p2p/initiator-read-rtr", test_initiator_read_rtr);
-    rnic_test_add_both("/rnic/p2p/initiator-holds", test_initiator_holds);
-    rnic_test_add_both("/rnic/p2p/initiator-refuses", test_initiator_refuses);
+    qrnic_test_add_both("/rnic/p2p/responder-waits-for-rtr",
+                        test_responder_waits_for_rtr);
+    qrnic_test_add_both("/rnic/p2p/responder-refuses", test_responder_refuses);
+    qrnic_test_add_both("/rnic/p2p/initiator-read-rtr",
+                        test_initiator_read_rtr);
+    qrnic_test_add_both("/rnic/p2p/initiator-holds", test_initiator_holds);
+    qrnic_test_add_both("/rnic/p2p/initiator-refuses", test_initiator_refuses);
     return g_test_run();
 }

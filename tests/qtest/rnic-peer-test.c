@@ -29,11 +29,11 @@
 #define LLP_MPA         0x200
 
 typedef struct Peer {
-    RnicTest t;
+    QRnic t;
     uint32_t pdn, cqn, qpn;
-    RnicTestQp srq;         /* when the QP takes receives from an SRQ */
+    QRnicQp srq;            /* when the QP takes receives from an SRQ */
     uint64_t cq_ring, buf;
-    RnicTestQp qp;
+    QRnicQp qp;
     int fd;
     bool crc;
     uint32_t msn[3];        /* next MSN per untagged queue we send on */
@@ -78,7 +78,7 @@ static void send_fpdu(Peer *p, const uint8_t *ulpdu, size_t len)
 {
     uint8_t f[2048];
 
-    rnic_write_full(p->fd, f, frame_fpdu(p, ulpdu, len, f, sizeof(f)));
+    qrnic_write_full(p->fd, f, frame_fpdu(p, ulpdu, len, f, sizeof(f)));
 }
 
 /* Reads one FPDU; returns the ULPDU length, the ULPDU in @ulpdu. */
@@ -87,12 +87,12 @@ static size_t recv_fpdu(Peer *p, uint8_t *ulpdu)
     uint8_t hdr[2], tail[8];
     size_t len, pad;
 
-    rnic_read_full(p->fd, hdr, 2);
+    qrnic_read_full(p->fd, hdr, 2);
     len = lduw_be_p(hdr);
     g_assert_cmpuint(len, <=, 1024);
-    rnic_read_full(p->fd, ulpdu, len);
+    qrnic_read_full(p->fd, ulpdu, len);
     pad = (4 - (2 + len) % 4) % 4;
-    rnic_read_full(p->fd, tail, pad + 4);
+    qrnic_read_full(p->fd, tail, pad + 4);
     return len;
 }
 
@@ -138,7 +138,7 @@ static void rdma_write(Peer *p, uint32_t stag, uint64_t to, const void *data,
     size_t n = 0;
 
     add_write(p, f, &n, sizeof(f), stag, to, data, len);
-    rnic_write_full(p->fd, f, n);
+    qrnic_write_full(p->fd, f, n);
 }
 
 /*
@@ -158,15 +158,9 @@ static void expect_terminate(Peer *p, uint32_t layer_etype, uint8_t ecode)
     g_assert_cmphex(u[19], ==, ecode);
 }
 
-static void expect_event(Peer *p, uint8_t type, struct rnic_event *ev)
-{
-    rnic_wait_event(&p->t, ev);
-    g_assert_cmpuint(ev->type, ==, type);
-}
-
 static uint64_t dev_stat(Peer *p, const char *name)
 {
-    return rnic_qom_int(&p->t, "dev", name);
+    return qrnic_qom_int(&p->t, "dev", name);
 }
 
 static void expect_closed(Peer *p)
@@ -196,15 +190,15 @@ static uint32_t peer_setup(Peer *p, uint8_t policy, bool crc, int rcvbuf,
 
     p->crc = crc;
     p->msn[0] = p->msn[1] = p->msn[2] = 1;
-    rnic_test_enable(&p->t);
-    p->pdn = rnic_create_pd(&p->t);
-    p->cqn = rnic_create_cq(&p->t, CQ_LOG, 1, &p->cq_ring);
-    g_assert_cmphex(rnic_try_create_qp_flags(&p->t, p->pdn, p->cqn, p->cqn,
-                                             use_srq ?
-                                             rnic_create_srq(&p->t, p->pdn,
-                                                             &p->srq) :
-                                             RNIC_NO_SRQ, QP_LOG, p->qp_flags,
-                                             &p->qp), ==, RNIC_CMD_OK);
+    qrnic_test_enable(&p->t);
+    p->pdn = qrnic_create_pd(&p->t);
+    p->cqn = qrnic_create_cq(&p->t, CQ_LOG, 1, &p->cq_ring);
+    g_assert_cmphex(qrnic_try_create_qp_flags(&p->t, p->pdn, p->cqn, p->cqn,
+                                              use_srq ?
+                                              qrnic_create_srq(&p->t, p->pdn,
+                                                               &p->srq) :
+                                              RNIC_NO_SRQ, QP_LOG, p->qp_flags,
+                                              &p->qp), ==, RNIC_CMD_OK);
     p->buf = guest_alloc(p->t.alloc, 16384);
     qtest_memset(p->t.qts, p->buf, 0xee, 16384);
     pbl = guest_alloc(p->t.alloc, 32);
@@ -222,13 +216,13 @@ static uint32_t peer_setup(Peer *p, uint8_t policy, bool crc, int rcvbuf,
         .key = 0x33,
         .policy = policy,
     };
-    cmd = rnic_cmd_ok(&p->t, RNIC_CMD_REG_MR, &r, sizeof(r));
+    cmd = qrnic_cmd_ok(&p->t, RNIC_CMD_REG_MR, &r, sizeof(r));
     stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
 
-    cmd = rnic_cmd_ok(&p->t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    p->fd = rnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
-                                          cmd.u.raw)->local.port), rcvbuf);
-    rnic_raw_peer_accept(&p->t, p->fd, p->qp.qpn, crc, true);
+    cmd = qrnic_cmd_ok(&p->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    p->fd = qrnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
+                                           cmd.u.raw)->local.port), rcvbuf);
+    qrnic_raw_peer_accept(&p->t, p->fd, p->qp.qpn, crc, true);
     return stag;
 }
 
@@ -236,7 +230,7 @@ static uint32_t peer_start_opts(Peer *p, uint8_t policy, bool crc,
                                 int rcvbuf, bool use_srq)
 {
     memset(p, 0, sizeof(*p));
-    rnic_test_start(&p->t, ",id=dev,listen-allow=127.0.0.1");
+    qrnic_test_start(&p->t, ",id=dev,listen-allow=127.0.0.1");
     return peer_setup(p, policy, crc, rcvbuf, use_srq);
 }
 
@@ -248,7 +242,7 @@ static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
 static void peer_stop(Peer *p)
 {
     close(p->fd);
-    rnic_test_stop(&p->t);
+    qrnic_test_stop(&p->t);
 }
 
 static void assert_untouched(Peer *p, uint32_t off, uint32_t len)
@@ -292,7 +286,7 @@ static void test_write_placed(void)
 static void expect_last_terminate(Peer *p, uint8_t layer_etype, uint8_t ecode)
 {
     struct rnic_cmd_query_qp q = { .qpn = cpu_to_le32(p->qp.qpn) };
-    struct rnic_cmd cmd = rnic_cmd_ok(&p->t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
+    struct rnic_cmd cmd = qrnic_cmd_ok(&p->t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
     struct rnic_cmd_query_qp *out = (void *)cmd.u.raw;
     QDict *r = qtest_qmp(p->t.qts, "{'execute': 'qom-get', 'arguments': {"
                          "'path': '/machine/peripheral/dev', "
@@ -322,18 +316,18 @@ static void test_invalid_stag(void)
     /* Right index, wrong key. */
     rdma_write(&p, stag ^ 0xff, IOVA, "x", 1);
     expect_terminate(&p, DDP_TAGGED, 0x00);
-    expect_event(&p, RNIC_EV_TERM_SENT, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_TERM_SENT, &ev);
     g_assert_cmphex(le32_to_cpu(ev.arg0), ==, DDP_TAGGED);
     expect_closed(&p);
     assert_untouched(&p, 0, 16384);
-    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), >=,
+    g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), >=,
                      RNIC_QPS_TERMINATE);
     g_assert_cmpuint(dev_stat(&p, "stat-terminates-sent"), ==, 1);
     g_assert_cmpuint(dev_stat(&p, "stat-tx-fpdus"), ==, 1);   /* it */
     g_assert_cmpuint(dev_stat(&p, "stat-terminates-received"), ==, 0);
     {
-        g_autofree char *terms = rnic_qom_str(&p.t, "dev",
-                                              "stat-terminates");
+        g_autofree char *terms = qrnic_qom_str(&p.t, "dev",
+                                               "stat-terminates");
 
         g_assert_cmpstr(terms, ==, "sent 1/1/0x00=1");
     }
@@ -355,13 +349,13 @@ static void test_phys_stag_from_wire(void)
 
     memset(&p, 0, sizeof(p));
     p.qp_flags = RNIC_QP_FLAG_KERNEL;
-    rnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
+    qrnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
     peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
-    g_assert_cmphex(rnic_alloc_mr(&p.t, p.pdn, 0, 0x44, RNIC_ALLOC_MR_PHYS,
-                                  &phys), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_alloc_mr(&p.t, p.pdn, 0, 0x44, RNIC_ALLOC_MR_PHYS,
+                                   &phys), ==, RNIC_CMD_OK);
     rdma_write(&p, phys, p.buf, "x", 1);
     expect_terminate(&p, DDP_TAGGED, 0x00);
-    expect_event(&p, RNIC_EV_TERM_SENT, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_TERM_SENT, &ev);
     expect_closed(&p);
     assert_untouched(&p, 0, 16384);
     peer_stop(&p);
@@ -370,8 +364,8 @@ static void test_phys_stag_from_wire(void)
 static struct rnic_cmd_query_qp query_qp(Peer *p)
 {
     struct rnic_cmd_query_qp q = { .qpn = cpu_to_le32(p->qp.qpn) };
-    struct rnic_cmd cmd = rnic_cmd_ok(&p->t, RNIC_CMD_QUERY_QP, &q,
-                                      sizeof(q));
+    struct rnic_cmd cmd = qrnic_cmd_ok(&p->t, RNIC_CMD_QUERY_QP, &q,
+                                       sizeof(q));
 
     return *(struct rnic_cmd_query_qp *)cmd.u.raw;
 }
@@ -389,7 +383,7 @@ static void test_query_qp_terminate(void)
     g_assert_cmpuint(q.term_received, ==, RNIC_QP_TERM_NONE);
     rdma_write(&p, stag ^ 0xff, IOVA, "x", 1);
     expect_terminate(&p, DDP_TAGGED, 0x00);
-    expect_event(&p, RNIC_EV_TERM_SENT, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_TERM_SENT, &ev);
     q = query_qp(&p);
     g_assert_cmpuint(q.term_received, ==, RNIC_QP_TERM_SENT);
     g_assert_cmphex(q.term_layer_etype, ==, 0x11);  /* DDP, tagged */
@@ -413,32 +407,32 @@ static void test_unlisten_resets_pending(void)
     };
     struct rnic_event ev;
     struct rnic_cmd cmd;
-    RnicTestQp qp;
+    QRnicQp qp;
     uint32_t pdn, cqn;
     uint64_t ring;
     ssize_t n;
     Peer p;
 
     memset(&p, 0, sizeof(p));
-    rnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
-    rnic_test_enable(&p.t);
-    pdn = rnic_create_pd(&p.t);
-    cqn = rnic_create_cq(&p.t, CQ_LOG, 1, &ring);
-    g_assert_cmphex(rnic_try_create_qp(&p.t, pdn, cqn, cqn, QP_LOG, &qp), ==,
+    qrnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
+    qrnic_test_enable(&p.t);
+    pdn = qrnic_create_pd(&p.t);
+    cqn = qrnic_create_cq(&p.t, CQ_LOG, 1, &ring);
+    g_assert_cmphex(qrnic_try_create_qp(&p.t, pdn, cqn, cqn, QP_LOG, &qp), ==,
                     RNIC_CMD_OK);
-    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
     l = *(struct rnic_cmd_listen *)cmd.u.raw;
-    p.fd = rnic_tcp_connect(le16_to_cpu(l.local.port), 0);
+    p.fd = qrnic_tcp_connect(le16_to_cpu(l.local.port), 0);
     req[17] = 1;                                    /* rev 1, no pdata */
-    rnic_write_full(p.fd, req, sizeof(req));
-    expect_event(&p, RNIC_EV_CONN_REQUEST, &ev);
-    rnic_cmd_ok(&p.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
+    qrnic_write_full(p.fd, req, sizeof(req));
+    qrnic_expect_event(&p.t, RNIC_EV_CONN_REQUEST, &ev);
+    qrnic_cmd_ok(&p.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
     setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     n = read(p.fd, &b, 1);
     g_assert_true(n == 0 || (n < 0 && errno == ECONNRESET));
     a.conn_id = ev.id;
     a.qpn = cpu_to_le32(qp.qpn);
-    g_assert_cmphex(rnic_cmd_status(&p.t, RNIC_CMD_ACCEPT, &a, sizeof(a)), ==,
+    g_assert_cmphex(qrnic_cmd_status(&p.t, RNIC_CMD_ACCEPT, &a, sizeof(a)), ==,
                     RNIC_CMD_ERR_HANDLE);
     peer_stop(&p);
 }
@@ -459,22 +453,22 @@ static void test_event_while_disabled(void)
     Peer p;
 
     memset(&p, 0, sizeof(p));
-    rnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
-    rnic_test_enable(&p.t);
-    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    qrnic_test_start(&p.t, ",id=dev,listen-allow=127.0.0.1");
+    qrnic_test_enable(&p.t);
+    cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
     l = *(struct rnic_cmd_listen *)cmd.u.raw;
-    eq_prod = rnic_rd(&p.t, RNIC_REG_EQ_PROD);
-    rnic_wr(&p.t, RNIC_REG_CONTROL, 0);
-    rnic_wr(&p.t, RNIC_REG_EQ_LOG_SIZE, 40);
-    p.fd = rnic_tcp_connect(le16_to_cpu(l.local.port), 0);
+    eq_prod = qrnic_rd(&p.t, RNIC_REG_EQ_PROD);
+    qrnic_wr(&p.t, RNIC_REG_CONTROL, 0);
+    qrnic_wr(&p.t, RNIC_REG_EQ_LOG_SIZE, 40);
+    p.fd = qrnic_tcp_connect(le16_to_cpu(l.local.port), 0);
     req[17] = 1;
-    rnic_write_full(p.fd, req, sizeof(req));    /* would post CONN_REQUEST */
+    qrnic_write_full(p.fd, req, sizeof(req));   /* would post CONN_REQUEST */
     for (int i = 0; i < 200; i++) {
         g_usleep(1000);
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
-    g_assert_cmphex(rnic_rd(&p.t, RNIC_REG_EQ_PROD), ==, eq_prod);
-    g_assert_cmphex(rnic_rd(&p.t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
+    g_assert_cmphex(qrnic_rd(&p.t, RNIC_REG_EQ_PROD), ==, eq_prod);
+    g_assert_cmphex(qrnic_rd(&p.t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
     peer_stop(&p);
 }
 
@@ -558,22 +552,22 @@ static void test_terminate_received(void)
     Peer p;
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
-    rnic_post_recv(&p.t, &p.qp, &w);
+    qrnic_post_recv(&p.t, &p.qp, &w);
     h = untagged_hdr(&p, u, 0x7, 0, 2, 0);
     u[h] = (0x0 << 4) | 0x2;    /* RDMAP, remote operation error */
     u[h + 1] = 0xff;            /* unspecified */
     u[h + 2] = 0;               /* no headers copied */
     u[h + 3] = 0;
     send_fpdu(&p, u, h + 4);
-    expect_event(&p, RNIC_EV_TERM_RECEIVED, &ev);
+    qrnic_expect_event(&p.t, RNIC_EV_TERM_RECEIVED, &ev);
     g_assert_cmphex(le32_to_cpu(ev.arg0), ==, RDMAP_REMOTE_OP);
     g_assert_cmphex(le32_to_cpu(ev.arg1), ==, 0xff);
     for (int i = 0; i < 1000 &&
-         !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
+         !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
         g_usleep(1000);
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
-    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_true(qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x77);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
     g_assert_cmpuint(dev_stat(&p, "stat-cqe-wr-flush-err"), ==, 1);
@@ -634,19 +628,19 @@ static void test_recv_linked_stag(void)
 
     w.sge[0].stag = cpu_to_le32(stag);
     w.linked_stag = cpu_to_le32(stag);
-    rnic_post_recv(&p.t, &p.qp, &w);
-    rnic_settle(&p.t);
+    qrnic_post_recv(&p.t, &p.qp, &w);
+    qrnic_settle(&p.t);
     /* Still valid while the buffer waits: a Write lands. */
     rdma_write(&p, stag, IOVA, "before", 6);
     h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
     memcpy(u + h, "msg", 3);
     send_fpdu(&p, u, h + 3);
     for (int i = 0; i < 1000 &&
-         !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
+         !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
         g_usleep(1000);
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
-    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_true(qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x99);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
     g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 3);
@@ -663,7 +657,7 @@ static bool wait_placed(Peer *p, uint32_t off, const void *want, size_t len)
     g_autofree uint8_t *b = g_malloc(len);
 
     for (int i = 0; i < 1000; i++) {
-        rnic_settle(&p->t);
+        qrnic_settle(&p->t);
         qtest_memread(p->t.qts, p->buf + off, b, len);
         if (!memcmp(b, want, len)) {
             return true;
@@ -690,33 +684,33 @@ static void test_recv_link_scoped(void)
     };
     uint32_t acc = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE;
     struct rnic_cq_entry e;
-    RnicTestQp qp2;
+    QRnicQp qp2;
     uint32_t stag2, stag3, pd2;
     uint8_t u[64];
     size_t h;
     Peer p;
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
 
-    g_assert_cmphex(rnic_try_create_qp(&p.t, p.pdn, p.cqn, p.cqn, QP_LOG,
-                                       &qp2), ==, RNIC_CMD_OK);
-    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, p.buf, 16384, acc, 0x44,
-                                &stag2), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_try_create_qp(&p.t, p.pdn, p.cqn, p.cqn, QP_LOG,
+                                        &qp2), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&p.t, p.pdn, p.buf, 16384, acc, 0x44,
+                                 &stag2), ==, RNIC_CMD_OK);
     w.sge[0].stag = cpu_to_le32(stag);
     w.linked_stag = cpu_to_le32(stag2);
-    rnic_post_recv(&p.t, &qp2, &w);         /* QP 2, wr_id 0x99 */
+    qrnic_post_recv(&p.t, &qp2, &w);        /* QP 2, wr_id 0x99 */
     w.linked_stag = cpu_to_le32(stag);
-    rnic_post_recv(&p.t, &p.qp, &w);        /* QP 1, wr_id 0x99 */
-    rnic_settle(&p.t);
+    qrnic_post_recv(&p.t, &p.qp, &w);       /* QP 1, wr_id 0x99 */
+    qrnic_settle(&p.t);
 
     h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
     memcpy(u + h, "msg", 3);
     send_fpdu(&p, u, h + 3);
     for (int i = 0; i < 1000 &&
-         !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
+         !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
         g_usleep(1000);
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
-    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_true(qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x99);
     g_assert_cmpuint(le32_to_cpu(e.qpn), ==, p.qp.qpn);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
@@ -725,17 +719,17 @@ static void test_recv_link_scoped(void)
     g_assert_true(wait_placed(&p, 200, "other", 5));
 
     /* A STag of another PD cannot be linked: the entry fails, QP ERROR. */
-    pd2 = rnic_create_pd(&p.t);
-    g_assert_cmphex(rnic_reg_mr(&p.t, pd2, p.buf, 4096, acc, 0x55, &stag3),
+    pd2 = qrnic_create_pd(&p.t);
+    g_assert_cmphex(qrnic_reg_mr(&p.t, pd2, p.buf, 4096, acc, 0x55, &stag3),
                     ==, RNIC_CMD_OK);
     w.wr_id = cpu_to_le64(0x77);
     w.linked_stag = cpu_to_le32(stag3);
-    rnic_post_recv(&p.t, &p.qp, &w);
+    qrnic_post_recv(&p.t, &p.qp, &w);
     for (int i = 0; i < 1000 &&
-         !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 1, &e); i++) {
-        rnic_settle(&p.t);
+         !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 1, &e); i++) {
+        qrnic_settle(&p.t);
     }
-    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 1, &e));
+    g_assert_true(qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 1, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x77);
     g_assert_cmpuint(e.status, !=, RNIC_CQE_SUCCESS);
     peer_stop(&p);
@@ -765,9 +759,9 @@ static void test_srq_receives(void)
             },
         };
 
-        rnic_post_srq(&p.t, &p.srq, &w);
+        qrnic_post_srq(&p.t, &p.srq, &w);
     }
-    rnic_settle(&p.t);      /* the SRQ doorbell is taken in a bottom half */
+    qrnic_settle(&p.t);     /* the SRQ doorbell is taken in a bottom half */
     for (int i = 0; i < 3; i++) {
         h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
         memcpy(u + h, i ? "two" : "one", 3);
@@ -775,11 +769,11 @@ static void test_srq_receives(void)
     }
     for (int i = 0; i < 2; i++) {
         for (int k = 0; k < 1000 &&
-             !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, i, &e); k++) {
+             !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, i, &e); k++) {
             g_usleep(1000);
-            rnic_settle(&p.t);
+            qrnic_settle(&p.t);
         }
-        g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, i, &e));
+        g_assert_true(qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, i, &e));
         g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x50 + i);
         g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
         qtest_memread(p.t.qts, p.buf + 1000 * i, got, 3);
@@ -799,11 +793,11 @@ static void srq_send_one(Peer *p, int i)
     memcpy(u + h, "abc", 3);
     send_fpdu(p, u, h + 3);
     for (int k = 0; k < 1000 &&
-         !rnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e); k++) {
+         !qrnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e); k++) {
         g_usleep(1000);
-        rnic_settle(&p->t);
+        qrnic_settle(&p->t);
     }
-    g_assert_true(rnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e));
+    g_assert_true(qrnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x60 + i);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
 }
@@ -833,31 +827,31 @@ static void test_srq_limit(void)
             },
         };
 
-        rnic_post_srq(&p.t, &p.srq, &w);
+        qrnic_post_srq(&p.t, &p.srq, &w);
     }
-    rnic_settle(&p.t);
+    qrnic_settle(&p.t);
     m = (struct rnic_cmd_modify_srq) {
         .srqn = cpu_to_le32(p.srq.qpn),
         .limit = cpu_to_le32((1u << p.srq.log) + 1),
     };
-    g_assert_cmphex(rnic_cmd_status(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m)),
+    g_assert_cmphex(qrnic_cmd_status(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m)),
                     ==, RNIC_CMD_ERR_PARAM);
     m.limit = cpu_to_le32(3);
     m.srqn = cpu_to_le32(p.srq.qpn + 1);
-    g_assert_cmphex(rnic_cmd_status(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m)),
+    g_assert_cmphex(qrnic_cmd_status(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m)),
                     ==, RNIC_CMD_ERR_HANDLE);
     m.srqn = cpu_to_le32(p.srq.qpn);
-    rnic_cmd_ok(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m));
+    qrnic_cmd_ok(&p.t, RNIC_CMD_MODIFY_SRQ, &m, sizeof(m));
 
     srq_send_one(&p, 0);
-    g_assert_false(rnic_next_event(&p.t, &ev));
+    g_assert_false(qrnic_next_event(&p.t, &ev));
     srq_send_one(&p, 1);
-    g_assert_true(rnic_next_event(&p.t, &ev));
+    g_assert_true(qrnic_next_event(&p.t, &ev));
     g_assert_cmpuint(ev.type, ==, RNIC_EV_SRQ_LIMIT);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, p.srq.qpn);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, 2);
     srq_send_one(&p, 2);
-    g_assert_false(rnic_next_event(&p.t, &ev));
+    g_assert_false(qrnic_next_event(&p.t, &ev));
     peer_stop(&p);
 }
 
@@ -873,8 +867,8 @@ static void test_srq_doorbell_ahead(void)
     Peer p;
 
     peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, true);
-    rnic_wr(&p.t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(p.srq.qpn, 100));
-    rnic_settle(&p.t);
+    qrnic_wr(&p.t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(p.srq.qpn, 100));
+    qrnic_settle(&p.t);
     h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
     memcpy(u + h, "one", 3);
     send_fpdu(&p, u, h + 3);
@@ -914,17 +908,17 @@ static void test_dereg_during_write(void)
     peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536, false);
     big = guest_alloc(p.t.alloc, LEN);
     qtest_memset(p.t.qts, big, 0x11, LEN);
-    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
-                                0x44, &big_stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
+                                 0x44, &big_stag), ==, RNIC_CMD_OK);
     w.sge[0].stag = cpu_to_le32(big_stag);
-    rnic_post_send(&p.t, &p.qp, &w);
+    qrnic_post_send(&p.t, &p.qp, &w);
     for (int i = 0; i < 300; i++) {     /* the socket fills up */
         g_usleep(1000);
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
-    g_assert_false(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_false(qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
     d = (struct rnic_cmd_stag) { .stag = cpu_to_le32(big_stag) };
-    rnic_cmd_ok(&p.t, RNIC_CMD_DEREG_MR, &d, sizeof(d));
+    qrnic_cmd_ok(&p.t, RNIC_CMD_DEREG_MR, &d, sizeof(d));
     qtest_memset(p.t.qts, big, 0xab, LEN);
     /* Read all the device still sends, until it closes. */
     for (int i = 0; i < 100000; i++) {
@@ -934,7 +928,7 @@ static void test_dereg_during_write(void)
         }
         if (n < 0) {
             g_usleep(100);
-            rnic_settle(&p.t);
+            qrnic_settle(&p.t);
             continue;
         }
         total += n;
@@ -947,7 +941,7 @@ static void test_dereg_during_write(void)
                    total, longest);
     g_assert_cmpuint(longest, <, 16);
     g_assert_cmpuint(total, <, LEN);
-    g_assert_true(rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
+    g_assert_true(qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 7);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_LOC_PROT_ERR);
     peer_stop(&p);
@@ -969,8 +963,8 @@ static void test_backpressure(void)
 
     peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536, false);
     big = guest_alloc(p.t.alloc, LEN);
-    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
-                                0x44, &big_stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
+                                 0x44, &big_stag), ==, RNIC_CMD_OK);
     for (int i = 0; i < N; i++) {
         struct rnic_sq_wqe w = {
             .wr_id = cpu_to_le64(i),
@@ -985,14 +979,14 @@ static void test_backpressure(void)
             .remote_stag = cpu_to_le32(0x1234),
         };
 
-        rnic_post_send(&p.t, &p.qp, &w);
+        qrnic_post_send(&p.t, &p.qp, &w);
     }
     /* 16 MiB cannot fit in the socket buffers of a 64 KiB window. */
     for (int i = 0; i < 300; i++) {
         g_usleep(1000);
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
-    while (rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done, &e)) {
+    while (qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done, &e)) {
         done++;
     }
     g_assert_cmpuint(done, <, N);
@@ -1000,9 +994,9 @@ static void test_backpressure(void)
     for (int i = 0; i < 100000 && done < N; i++) {
         if (recv(p.fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) {
             g_usleep(100);
-            rnic_settle(&p.t);
+            qrnic_settle(&p.t);
         }
-        while (done < N && rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done, &e)) {
+        while (done < N && qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done, &e)) {
             g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
             g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, done);
             done++;
@@ -1026,17 +1020,17 @@ static uint32_t reg_page_at(Peer *p, uint64_t addr)
 {
     uint32_t stag;
 
-    g_assert_cmphex(rnic_reg_mr(&p->t, p->pdn, addr, 4096,
-                                RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE,
-                                0x44, &stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&p->t, p->pdn, addr, 4096,
+                                 RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE,
+                                 0x44, &stag), ==, RNIC_CMD_OK);
     return stag;
 }
 
 /* Not reset: still enabled, and the QP still there (QUERY_QP succeeds). */
 static void assert_still_ready(Peer *p)
 {
-    g_assert_cmphex(rnic_rd(&p->t, RNIC_REG_STATUS), ==, RNIC_STATUS_READY);
-    rnic_query_qp_state(&p->t, p->qp.qpn);
+    g_assert_cmphex(qrnic_rd(&p->t, RNIC_REG_STATUS), ==, RNIC_STATUS_READY);
+    qrnic_query_qp_state(&p->t, p->qp.qpn);
 }
 
 static void test_write_into_own_bar(void)
@@ -1047,7 +1041,7 @@ static void test_write_into_own_bar(void)
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
     stag = reg_page_at(&p, p.t.regs.addr);
-    rdma_write(&p, stag, RNIC_TEST_MR_IOVA + RNIC_REG_CONTROL, &reset, 4);
+    rdma_write(&p, stag, QRNIC_MR_IOVA + RNIC_REG_CONTROL, &reset, 4);
     /* Placement failed: DDP local catastrophic error, stream ended. */
     expect_terminate(&p, 0x100, 0);
     assert_still_ready(&p);
@@ -1074,13 +1068,13 @@ static void test_msix_into_own_bar(void)
                    p.t.regs.addr >> 32);
     qpci_io_writel(d, d->msix_table_bar, entry + PCI_MSIX_ENTRY_DATA,
                    RNIC_CONTROL_RESET);
-    rnic_post_recv(&p.t, &p.qp, &rw);
-    rnic_wr(&p.t, RNIC_REG_DB_CQ_ARM, p.cqn | RNIC_DB_ARM_NEXT);
-    rnic_settle(&p.t);
+    qrnic_post_recv(&p.t, &p.qp, &rw);
+    qrnic_wr(&p.t, RNIC_REG_DB_CQ_ARM, p.cqn | RNIC_DB_ARM_NEXT);
+    qrnic_settle(&p.t);
     h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
     send_fpdu(&p, u, h);
-    for (int i = 0; i < 5000 && !rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0,
-                                               &e); i++) {
+    for (int i = 0; i < 5000 && !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0,
+                                                &e); i++) {
         g_usleep(1000);
     }
     g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, 7);
@@ -1094,12 +1088,12 @@ static void test_msix_into_own_bar(void)
  */
 static bool peer_start_in_slot(Peer *p, uint32_t *stag)
 {
-    if (rnic_test_iothread) {
+    if (qrnic_test_iothread) {
         g_test_skip("an IOThread's DMA does not reach config space");
         return false;
     }
     memset(p, 0, sizeof(*p));
-    rnic_test_start_in_slot(&p->t, ",id=dev,listen-allow=127.0.0.1");
+    qrnic_test_start_in_slot(&p->t, ",id=dev,listen-allow=127.0.0.1");
     *stag = peer_setup(p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
     return true;
 }
@@ -1124,8 +1118,8 @@ static void test_unplug_from_own_write(void)
     g_assert_cmpuint(exp, !=, 0);
     sltctl = cpu_to_le16(qpci_config_readw(p.t.port, exp + PCI_EXP_SLTCTL) |
                          PCI_EXP_SLTCTL_PWR_OFF);
-    stag = reg_page_at(&p, rnic_test_port_ecam(&p.t));
-    rdma_write(&p, stag, RNIC_TEST_MR_IOVA + exp + PCI_EXP_SLTCTL, &sltctl,
+    stag = reg_page_at(&p, qrnic_test_port_ecam(&p.t));
+    rdma_write(&p, stag, QRNIC_MR_IOVA + exp + PCI_EXP_SLTCTL, &sltctl,
                2);
     qtest_qmp_eventwait(qts, "DEVICE_DELETED");
     /* The device closed its connection on the way out; QEMU lives on. */
@@ -1153,17 +1147,17 @@ static void test_master_off_mid_run(void)
     if (!peer_start_in_slot(&p, &stag)) {
         return;
     }
-    cfg = reg_page_at(&p, rnic_test_dev_ecam(&p.t));
+    cfg = reg_page_at(&p, qrnic_test_dev_ecam(&p.t));
     cmd = cpu_to_le16(qpci_config_readw(p.t.dev, PCI_COMMAND) &
                       ~PCI_COMMAND_MASTER);
     memset(one, 0x11, sizeof(one));
     memset(two, 0x22, sizeof(two));
     memset(ee, 0xee, sizeof(ee));
     add_write(&p, f, &n, sizeof(f), stag, IOVA, one, sizeof(one));
-    add_write(&p, f, &n, sizeof(f), cfg, RNIC_TEST_MR_IOVA + PCI_COMMAND,
+    add_write(&p, f, &n, sizeof(f), cfg, QRNIC_MR_IOVA + PCI_COMMAND,
               &cmd, sizeof(cmd));
     add_write(&p, f, &n, sizeof(f), stag, IOVA + 128, two, sizeof(two));
-    rnic_write_full(p.fd, f, n);
+    qrnic_write_full(p.fd, f, n);
     expect_terminate(&p, 0x100, 0);
     qtest_memread(p.t.qts, p.buf, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), one, sizeof(one));
@@ -1189,7 +1183,7 @@ static void test_unplug_in_flight(void)
 
     memset(&p, 0, sizeof(p));
     memset(data, 0x5a, sizeof(data));
-    rnic_test_start_in_slot(&p.t, ",id=dev,listen-allow=127.0.0.1");
+    qrnic_test_start_in_slot(&p.t, ",id=dev,listen-allow=127.0.0.1");
     stag = peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
     for (int i = 0; i < 4000; i++) {
         rdma_write(&p, stag, IOVA + (i % 16) * sizeof(data), data,
@@ -1241,14 +1235,14 @@ static void test_iothread_does_the_work(void)
     uint32_t stag;
     Peer p;
 
-    if (!rnic_test_iothread) {
+    if (!qrnic_test_iothread) {
         g_test_skip("no IOThread");
         return;
     }
     memset(data, 0x5a, sizeof(data));
     stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
     tid = iothread_tid(&p);
-    want = rnic_qom_int(&p.t, "dev", "stat-rx-bytes");
+    want = qrnic_qom_int(&p.t, "dev", "stat-rx-bytes");
     io0 = thread_run_ns(&p, tid);
     main0 = thread_run_ns(&p, qtest_pid(p.t.qts));
     for (int i = 0; i < n; i++) {
@@ -1257,14 +1251,14 @@ static void test_iothread_does_the_work(void)
     }
     want += n * (2 + 14 + sizeof(data) + 4);    /* MPA, DDP, data, CRC */
     for (int i = 0; i < 5000 &&
-         rnic_qom_int(&p.t, "dev", "stat-rx-bytes") < want; i++) {
+         qrnic_qom_int(&p.t, "dev", "stat-rx-bytes") < want; i++) {
         g_usleep(1000);
     }
     io_ns = thread_run_ns(&p, tid) - io0;
     main_ns = thread_run_ns(&p, qtest_pid(p.t.qts)) - main0;
     g_test_message("16 MB placed: IOThread ran %" PRIu64 " us, main thread "
                    "%" PRIu64 " us", io_ns / 1000, main_ns / 1000);
-    g_assert_cmpuint(rnic_qom_int(&p.t, "dev", "stat-rx-bytes"), >=, want);
+    g_assert_cmpuint(qrnic_qom_int(&p.t, "dev", "stat-rx-bytes"), >=, want);
     g_assert_cmpuint(io_ns, >, main_ns);
     peer_stop(&p);
 }
@@ -1277,7 +1271,7 @@ static void peer_disconnect(Peer *p, uint32_t flags)
         .qpn = cpu_to_le32(p->qp.qpn), .flags = cpu_to_le32(flags),
     };
 
-    rnic_cmd_ok(&p->t, RNIC_CMD_DISCONNECT, &d, sizeof(d));
+    qrnic_cmd_ok(&p->t, RNIC_CMD_DISCONNECT, &d, sizeof(d));
 }
 
 /* The CONN_CLOSED event, skipping others; returns its "abortive" flag. */
@@ -1286,7 +1280,7 @@ static uint32_t expect_conn_closed(Peer *p)
     struct rnic_event ev;
 
     do {
-        rnic_wait_event(&p->t, &ev);
+        qrnic_wait_event(&p->t, &ev);
     } while (ev.type != RNIC_EV_CONN_CLOSED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, p->qp.qpn);
     return le32_to_cpu(ev.arg0);
@@ -1300,7 +1294,7 @@ static void test_peer_fin_closing(void)
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
     shutdown(p.fd, SHUT_WR);
     g_assert_cmpuint(expect_conn_closed(&p), ==, 0);
-    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_IDLE);
+    g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_IDLE);
     expect_closed(&p);      /* our FIN came back */
     peer_stop(&p);
 }
@@ -1326,7 +1320,7 @@ static void test_disconnect_drains(void)
         .flags = RNIC_WQE_FLAG_SIGNALED,
         .num_sge = 1,
         .sge[0] = {
-            .addr = cpu_to_le64(RNIC_TEST_MR_IOVA),
+            .addr = cpu_to_le64(QRNIC_MR_IOVA),
             .length = cpu_to_le32(LEN),
         },
         .remote_stag = cpu_to_le32(0x1234),
@@ -1334,21 +1328,21 @@ static void test_disconnect_drains(void)
 
     peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 65536, false);
     big = guest_alloc(p.t.alloc, LEN);
-    g_assert_cmphex(rnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
-                                0x44, &big_stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&p.t, p.pdn, big, LEN, RNIC_ACC_LOCAL_WRITE,
+                                 0x44, &big_stag), ==, RNIC_CMD_OK);
     w.sge[0].stag = cpu_to_le32(big_stag);
     for (int i = 0; i < N; i++) {
         w.wr_id = cpu_to_le64(i);
-        rnic_post_send(&p.t, &p.qp, &w);
+        qrnic_post_send(&p.t, &p.qp, &w);
     }
     for (int i = 0; i < 50; i++) {
         g_usleep(1000);
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
     peer_disconnect(&p, 0);
     while ((n = read(p.fd, sink, sizeof(sink))) > 0) {
         got += n;
-        rnic_settle(&p.t);
+        qrnic_settle(&p.t);
     }
     g_assert_cmpint(n, ==, 0);              /* FIN, not a reset */
     shutdown(p.fd, SHUT_WR);
@@ -1357,7 +1351,7 @@ static void test_disconnect_drains(void)
      * The Writes begun before DISCONNECT completed, whole; those not begun
      * were flushed (the QP was CLOSING) and not one octet of them left.
      */
-    while (rnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done + ok, &e)) {
+    while (qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, done + ok, &e)) {
         g_assert_cmpuint(le64_to_cpu(e.wr_id), ==, done + ok);
         if (e.status == RNIC_CQE_SUCCESS) {
             g_assert_cmpuint(done, ==, 0);
@@ -1372,7 +1366,7 @@ static void test_disconnect_drains(void)
     g_assert_cmpuint(ok, >=, 1);
     g_assert_cmpuint(got, >, (uint64_t)ok * LEN);
     g_assert_cmpuint(got, <, (uint64_t)ok * LEN + LEN / 32);   /* framing */
-    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==,
+    g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), ==,
                      RNIC_QPS_ERROR);
     peer_stop(&p);
 }
@@ -1383,8 +1377,8 @@ static int cqes_with_wr_id(Peer *p, uint64_t wr_id, uint8_t *status)
     struct rnic_cq_entry e;
     int n = 0;
 
-    rnic_settle(&p->t);
-    for (uint32_t i = 0; rnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e);
+    qrnic_settle(&p->t);
+    for (uint32_t i = 0; qrnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e);
          i++) {
         if (le64_to_cpu(e.wr_id) == wr_id) {
             *status = e.status;
@@ -1409,14 +1403,14 @@ static void test_malformed_wqe(void)
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
     setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    rnic_post_send(&p.t, &p.qp, &w);
-    expect_event(&p, RNIC_EV_QP_ERROR, &ev);
+    qrnic_post_send(&p.t, &p.qp, &w);
+    qrnic_expect_event(&p.t, RNIC_EV_QP_ERROR, &ev);
     expect_terminate(&p, 0x000, 0);
     expect_closed(&p);
     g_assert_cmpuint(expect_conn_closed(&p), ==, 1);
     g_assert_cmpint(cqes_with_wr_id(&p, 0xbad, &status), ==, 1);
     g_assert_cmpuint(status, ==, RNIC_CQE_LOC_QP_OP_ERR);
-    g_assert_cmpuint(rnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_ERROR);
+    g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_ERROR);
     peer_stop(&p);
 }
 
@@ -1433,7 +1427,7 @@ static void test_bad_recv_link_one_cqe(void)
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
     setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    rnic_post_recv(&p.t, &p.qp, &w);
+    qrnic_post_recv(&p.t, &p.qp, &w);
     expect_terminate(&p, 0x000, 0);
     expect_closed(&p);
     expect_conn_closed(&p);
@@ -1499,7 +1493,7 @@ static void test_read_flood_qmp(void)
         .page_shift = 21,
         .key = 0x55,
     };
-    cmd = rnic_cmd_ok(&p.t, RNIC_CMD_REG_MR, &r, sizeof(r));
+    cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_REG_MR, &r, sizeof(r));
     stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
 
     /* RDMA Read Request (RFC 5040 section 4.4), QN 1 */
@@ -1567,49 +1561,49 @@ static void test_read_flood_qmp(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    rnic_test_add_both("/rnic/peer/write-placed", test_write_placed);
-    rnic_test_add_both("/rnic/peer/invalid-stag", test_invalid_stag);
-    rnic_test_add_both("/rnic/peer/phys-stag-from-wire",
-                       test_phys_stag_from_wire);
-    rnic_test_add_both("/rnic/peer/query-qp-terminate",
-                       test_query_qp_terminate);
-    rnic_test_add_both("/rnic/peer/unlisten-resets-pending",
+    qrnic_test_add_both("/rnic/peer/write-placed", test_write_placed);
+    qrnic_test_add_both("/rnic/peer/invalid-stag", test_invalid_stag);
+    qrnic_test_add_both("/rnic/peer/phys-stag-from-wire",
+                        test_phys_stag_from_wire);
+    qrnic_test_add_both("/rnic/peer/query-qp-terminate",
+                        test_query_qp_terminate);
+    qrnic_test_add_both("/rnic/peer/unlisten-resets-pending",
                    test_unlisten_resets_pending);
-    rnic_test_add_both("/rnic/peer/event-while-disabled",
+    qrnic_test_add_both("/rnic/peer/event-while-disabled",
                    test_event_while_disabled);
-    rnic_test_add_both("/rnic/peer/base-bounds", test_base_bounds);
-    rnic_test_add_both("/rnic/peer/to-wrap", test_to_wrap);
-    rnic_test_add_both("/rnic/peer/one-shot-twice", test_one_shot_twice);
-    rnic_test_add_both("/rnic/peer/send-without-receive",
+    qrnic_test_add_both("/rnic/peer/base-bounds", test_base_bounds);
+    qrnic_test_add_both("/rnic/peer/to-wrap", test_to_wrap);
+    qrnic_test_add_both("/rnic/peer/one-shot-twice", test_one_shot_twice);
+    qrnic_test_add_both("/rnic/peer/send-without-receive",
                    test_send_without_receive);
-    rnic_test_add_both("/rnic/peer/bad-ddp-version", test_bad_ddp_version);
-    rnic_test_add_both("/rnic/peer/terminate-received",
-                       test_terminate_received);
-    rnic_test_add_both("/rnic/peer/crc", test_crc);
-    rnic_test_add_both("/rnic/peer/backpressure", test_backpressure);
-    rnic_test_add_both("/rnic/peer/dereg-during-write",
-                       test_dereg_during_write);
-    rnic_test_add_both("/rnic/peer/srq-receives", test_srq_receives);
-    rnic_test_add_both("/rnic/peer/srq-limit", test_srq_limit);
-    rnic_test_add_both("/rnic/peer/srq-doorbell-ahead",
-                       test_srq_doorbell_ahead);
-    rnic_test_add_both("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
-    rnic_test_add_both("/rnic/peer/write-into-own-bar",
-                       test_write_into_own_bar);
-    rnic_test_add_both("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);
-    rnic_test_add_both("/rnic/peer/unplug-from-own-write",
+    qrnic_test_add_both("/rnic/peer/bad-ddp-version", test_bad_ddp_version);
+    qrnic_test_add_both("/rnic/peer/terminate-received",
+                        test_terminate_received);
+    qrnic_test_add_both("/rnic/peer/crc", test_crc);
+    qrnic_test_add_both("/rnic/peer/backpressure", test_backpressure);
+    qrnic_test_add_both("/rnic/peer/dereg-during-write",
+                        test_dereg_during_write);
+    qrnic_test_add_both("/rnic/peer/srq-receives", test_srq_receives);
+    qrnic_test_add_both("/rnic/peer/srq-limit", test_srq_limit);
+    qrnic_test_add_both("/rnic/peer/srq-doorbell-ahead",
+                        test_srq_doorbell_ahead);
+    qrnic_test_add_both("/rnic/peer/recv-linked-stag", test_recv_linked_stag);
+    qrnic_test_add_both("/rnic/peer/write-into-own-bar",
+                        test_write_into_own_bar);
+    qrnic_test_add_both("/rnic/peer/msix-into-own-bar", test_msix_into_own_bar);
+    qrnic_test_add_both("/rnic/peer/unplug-from-own-write",
                    test_unplug_from_own_write);
-    rnic_test_add_both("/rnic/peer/unplug-in-flight", test_unplug_in_flight);
-    rnic_test_add_both("/rnic/peer/master-off-mid-run",
-                       test_master_off_mid_run);
-    rnic_test_add_both("/rnic/peer/iothread-does-the-work",
-                       test_iothread_does_the_work);
-    rnic_test_add_both("/rnic/peer/peer-fin-closing", test_peer_fin_closing);
-    rnic_test_add_both("/rnic/peer/disconnect-drains", test_disconnect_drains);
-    rnic_test_add_both("/rnic/peer/malformed-wqe", test_malformed_wqe);
-    rnic_test_add_both("/rnic/peer/bad-recv-link-one-cqe",
+    qrnic_test_add_both("/rnic/peer/unplug-in-flight", test_unplug_in_flight);
+    qrnic_test_add_both("/rnic/peer/master-off-mid-run",
+                        test_master_off_mid_run);
+    qrnic_test_add_both("/rnic/peer/iothread-does-the-work",
+                        test_iothread_does_the_work);
+    qrnic_test_add_both("/rnic/peer/peer-fin-closing", test_peer_fin_closing);
+    qrnic_test_add_both("/rnic/peer/disconnect-drains", test_disconnect_drains);
+    qrnic_test_add_both("/rnic/peer/malformed-wqe", test_malformed_wqe);
+    qrnic_test_add_both("/rnic/peer/bad-recv-link-one-cqe",
                    test_bad_recv_link_one_cqe);
-    rnic_test_add_both("/rnic/peer/read-flood-qmp", test_read_flood_qmp);
-    rnic_test_add_both("/rnic/peer/recv-link-scoped", test_recv_link_scoped);
+    qrnic_test_add_both("/rnic/peer/read-flood-qmp", test_read_flood_qmp);
+    qrnic_test_add_both("/rnic/peer/recv-link-scoped", test_recv_link_scoped);
     return g_test_run();
 }

@@ -41,10 +41,10 @@
 enum { K_A_WRITE, K_A_SEND, K_A_RECV, K_B_SEND, K_B_RECV, K_NUM };
 
 typedef struct SoakDev {
-    RnicTest t;
+    QRnic t;
     uint32_t pdn, cqn, stag, cq_cons, nqps;
     uint64_t cq_ring, buf, rings;
-    RnicTestQp *qps;
+    QRnicQp *qps;
 } SoakDev;
 
 static uint32_t soak_qps, soak_conns;
@@ -117,15 +117,15 @@ static void soak_setup(SoakDev *d, uint32_t nqps)
     uint64_t bytes = (uint64_t)soak_conns * PAGE;
 
     d->t.eq_log = EQ_LOG;
-    rnic_test_enable(&d->t);
+    qrnic_test_enable(&d->t);
     d->nqps = nqps;
-    d->qps = g_new0(RnicTestQp, nqps);
-    d->pdn = rnic_create_pd(&d->t);
-    d->cqn = rnic_create_cq(&d->t, CQ_LOG, 1, &d->cq_ring);
+    d->qps = g_new0(QRnicQp, nqps);
+    d->pdn = qrnic_create_pd(&d->t);
+    d->cqn = qrnic_create_cq(&d->t, CQ_LOG, 1, &d->cq_ring);
     d->buf = guest_alloc(d->t.alloc, bytes);
     qtest_memset(d->t.qts, d->buf, 0, bytes);
-    g_assert_cmphex(rnic_reg_mr(&d->t, d->pdn, d->buf, bytes, MR_ACCESS, 1,
-                                &d->stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&d->t, d->pdn, d->buf, bytes, MR_ACCESS, 1,
+                                 &d->stag), ==, RNIC_CMD_OK);
     /* One SQ page and one RQ page per QP, touched now: not the device's. */
     d->rings = guest_alloc(d->t.alloc, (uint64_t)nqps * 2 * PAGE);
     qtest_memset(d->t.qts, d->rings, 0, (uint64_t)nqps * 2 * PAGE);
@@ -137,7 +137,7 @@ static void soak_start(SoakDev *d, const char *io, uint32_t nqps)
     g_autofree char *args = soak_args(io, nqps, true);
 
     memset(d, 0, sizeof(*d));
-    rnic_test_start(&d->t, args);
+    qrnic_test_start(&d->t, args);
     soak_setup(d, nqps);
 }
 
@@ -146,17 +146,17 @@ static void soak_create_qps(SoakDev *d)
     for (uint32_t i = 0; i < d->nqps; i++) {
         uint64_t sq = d->rings + (uint64_t)i * 2 * PAGE;
 
-        g_assert_cmphex(rnic_create_qp_at(&d->t, d->pdn, d->cqn, d->cqn,
-                                          QP_LOG, sq, sq + PAGE, &d->qps[i]),
+        g_assert_cmphex(qrnic_create_qp_at(&d->t, d->pdn, d->cqn, d->cqn,
+                                           QP_LOG, sq, sq + PAGE, &d->qps[i]),
                         ==, RNIC_CMD_OK);
     }
 }
 
 static void soak_expect_event(SoakDev *d, uint8_t type, struct rnic_event *ev)
 {
-    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+    gint64 end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
 
-    while (!rnic_next_event(&d->t, ev)) {
+    while (!qrnic_next_event(&d->t, ev)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         qtest_clock_step(d->t.qts, 1000);
     }
@@ -173,7 +173,7 @@ static void soak_connect_all(SoakDev *a, SoakDev *b)
     struct rnic_conn_param param = {
         .ird = cpu_to_le16(1), .ord = cpu_to_le16(1),
     };
-    struct rnic_cmd cmd = rnic_cmd_ok(&a->t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    struct rnic_cmd cmd = qrnic_cmd_ok(&a->t, RNIC_CMD_LISTEN, &l, sizeof(l));
     struct rnic_event ev;
 
     for (uint32_t c = 0; c < soak_conns; c++) {
@@ -188,10 +188,10 @@ static void soak_connect_all(SoakDev *a, SoakDev *b)
             .qpn = cpu_to_le32(qpa), .param = param,
         };
 
-        rnic_cmd_ok(&b->t, RNIC_CMD_CONNECT, &k, sizeof(k));
+        qrnic_cmd_ok(&b->t, RNIC_CMD_CONNECT, &k, sizeof(k));
         soak_expect_event(a, RNIC_EV_CONN_REQUEST, &ev);
         acc.conn_id = ev.id;
-        rnic_cmd_ok(&a->t, RNIC_CMD_ACCEPT, &acc, sizeof(acc));
+        qrnic_cmd_ok(&a->t, RNIC_CMD_ACCEPT, &acc, sizeof(acc));
         soak_expect_event(a, RNIC_EV_CONN_ESTABLISHED, &ev);
         g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpa);
         soak_expect_event(b, RNIC_EV_CONN_ESTABLISHED, &ev);
@@ -222,14 +222,10 @@ static void soak_pattern(uint8_t *p, size_t len, int kind, uint32_t round,
 static struct rnic_wqe_sge soak_sge(SoakDev *d, uint32_t c, uint32_t off,
                                     uint32_t len)
 {
-    return (struct rnic_wqe_sge) {
-        .addr = cpu_to_le64(RNIC_TEST_MR_IOVA + (uint64_t)c * PAGE + off),
-        .length = cpu_to_le32(len),
-        .stag = cpu_to_le32(d->stag),
-    };
+    return qrnic_sge(d->stag, QRNIC_MR_IOVA + (uint64_t)c * PAGE + off, len);
 }
 
-static void soak_post_recv(SoakDev *d, RnicTestQp *qp, int kind,
+static void soak_post_recv(SoakDev *d, QRnicQp *qp, int kind,
                            uint32_t round, uint32_t c)
 {
     struct rnic_rq_wqe w = {
@@ -239,11 +235,11 @@ static void soak_post_recv(SoakDev *d, RnicTestQp *qp, int kind,
                            SEND_LEN),
     };
 
-    rnic_post_recv(&d->t, qp, &w);
+    qrnic_post_recv(&d->t, qp, &w);
 }
 
 /* A Send of this round's pattern, staged in @d's send slot first. */
-static void soak_post_send(SoakDev *d, RnicTestQp *qp, int kind,
+static void soak_post_send(SoakDev *d, QRnicQp *qp, int kind,
                            uint32_t round, uint32_t c)
 {
     uint32_t off = SEND_SRC + round % INFLIGHT * SEND_LEN;
@@ -259,11 +255,11 @@ static void soak_post_send(SoakDev *d, RnicTestQp *qp, int kind,
     soak_pattern(data, sizeof(data), kind, round, c);
     qtest_memwrite(d->t.qts, d->buf + (uint64_t)c * PAGE + off, data,
                    sizeof(data));
-    rnic_post_send(&d->t, qp, &w);
+    qrnic_post_send(&d->t, qp, &w);
 }
 
 /* a's Write of this round's pattern into b's page of connection @c. */
-static void soak_post_write(SoakDev *a, SoakDev *b, RnicTestQp *qp,
+static void soak_post_write(SoakDev *a, SoakDev *b, QRnicQp *qp,
                             uint32_t round, uint32_t c)
 {
     uint32_t slot = round % INFLIGHT * WRITE_LEN;
@@ -275,20 +271,20 @@ static void soak_post_write(SoakDev *a, SoakDev *b, RnicTestQp *qp,
         .num_sge = 1,
         .sge[0] = soak_sge(a, c, slot, WRITE_LEN),
         .remote_stag = cpu_to_le32(b->stag),
-        .remote_addr = cpu_to_le64(RNIC_TEST_MR_IOVA + (uint64_t)c * PAGE +
+        .remote_addr = cpu_to_le64(QRNIC_MR_IOVA + (uint64_t)c * PAGE +
                                    slot),
     };
 
     soak_pattern(data, sizeof(data), K_A_WRITE, round, c);
     qtest_memwrite(a->t.qts, a->buf + (uint64_t)c * PAGE + slot, data,
                    sizeof(data));
-    rnic_post_send(&a->t, qp, &w);
+    qrnic_post_send(&a->t, qp, &w);
 }
 
 static void soak_post_round(SoakDev *a, SoakDev *b, uint32_t round)
 {
     for (uint32_t c = 0; c < soak_conns; c++) {
-        RnicTestQp *qa = &a->qps[soak_a_index(c)], *qb = &b->qps[c];
+        QRnicQp *qa = &a->qps[soak_a_index(c)], *qb = &b->qps[c];
 
         soak_post_recv(b, qb, K_B_RECV, round, c);
         soak_post_recv(a, qa, K_A_RECV, round, c);
@@ -346,7 +342,7 @@ static uint32_t soak_reap(SoakDev *d, bool is_a)
         d->cq_cons += i;
         got += i;
         if (i) {
-            rnic_wr(&d->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(d->cqn, d->cq_cons));
+            qrnic_wr(&d->t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(d->cqn, d->cq_cons));
         }
         if (i < n) {
             return got;
@@ -435,13 +431,13 @@ static void soak_teardown(SoakDev *d)
     for (uint32_t i = 0; i < d->nqps; i++) {
         struct rnic_cmd_qp q = { .qpn = cpu_to_le32(d->qps[i].qpn) };
 
-        rnic_cmd_ok(&d->t, RNIC_CMD_DESTROY_QP, &q, sizeof(q));
+        qrnic_cmd_ok(&d->t, RNIC_CMD_DESTROY_QP, &q, sizeof(q));
     }
-    rnic_settle(&d->t);
-    while (rnic_next_event(&d->t, &ev)) {
+    qrnic_settle(&d->t);
+    while (qrnic_next_event(&d->t, &ev)) {
         /* the peers' disconnects */
     }
-    g_assert_cmphex(rnic_rd(&d->t, RNIC_REG_STATUS) &
+    g_assert_cmphex(qrnic_rd(&d->t, RNIC_REG_STATUS) &
                     RNIC_STATUS_EQ_OVERFLOW, ==, 0);
 }
 
@@ -493,8 +489,8 @@ static void soak_run(SoakDev *a, SoakDev *b, bool own_process)
     g_free(seen);
     g_free(a->qps);
     g_free(b->qps);
-    rnic_test_stop(&b->t);
-    rnic_test_stop(&a->t);
+    qrnic_test_stop(&b->t);
+    qrnic_test_stop(&a->t);
 }
 
 /* Two QEMU processes, each device on its own IOThread. */
@@ -516,7 +512,7 @@ static void test_soak_one_iothread(void)
     SoakDev a = { 0 }, b = { 0 };
 
     soak_fd_limit(2);
-    rnic_test_start_pair(&a.t, &b.t, args_a, args_b);
+    qrnic_test_start_pair(&a.t, &b.t, args_a, args_b);
     soak_setup(&a, soak_qps);
     soak_setup(&b, soak_conns);
     soak_run(&a, &b, false);

@@ -11,96 +11,96 @@
 
 static void test_identity(void)
 {
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
+    qrnic_test_start(&t, NULL);
     g_assert_cmphex(qpci_config_readw(t.dev, PCI_CLASS_DEVICE), ==,
                     RNIC_PCI_CLASS);
     g_assert_cmphex(qpci_config_readb(t.dev, PCI_REVISION_ID), ==,
                     RNIC_PCI_REVISION);
     g_assert_cmphex(qpci_config_readw(t.dev, PCI_SUBSYSTEM_ID), ==,
                     RNIC_PCI_SUBSYS_ID);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, RNIC_VERSION_VALUE);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_VERSION), ==, RNIC_VERSION_VALUE);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS), ==, 0);
     /* Read-only registers ignore writes. */
-    rnic_wr(&t, RNIC_REG_ID, 0xdeadbeef);
-    rnic_wr(&t, RNIC_REG_VERSION, 0xdeadbeef);
-    rnic_wr(&t, RNIC_REG_STATUS, 0xffffffff);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, RNIC_VERSION_VALUE);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS), ==, 0);
-    rnic_test_stop(&t);
+    qrnic_wr(&t, RNIC_REG_ID, 0xdeadbeef);
+    qrnic_wr(&t, RNIC_REG_VERSION, 0xdeadbeef);
+    qrnic_wr(&t, RNIC_REG_STATUS, 0xffffffff);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_VERSION), ==, RNIC_VERSION_VALUE);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS), ==, 0);
+    qrnic_test_stop(&t);
 }
 
 static void test_scratch(void)
 {
     static const uint32_t patterns[] = { 0xffffffff, 0xa5a5a5a5, 0x1, 0 };
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_SCRATCH), ==, 0);
+    qrnic_test_start(&t, NULL);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_SCRATCH), ==, 0);
     for (size_t i = 0; i < G_N_ELEMENTS(patterns); i++) {
-        rnic_wr(&t, RNIC_REG_SCRATCH, patterns[i]);
-        g_assert_cmphex(rnic_rd(&t, RNIC_REG_SCRATCH), ==, patterns[i]);
+        qrnic_wr(&t, RNIC_REG_SCRATCH, patterns[i]);
+        g_assert_cmphex(qrnic_rd(&t, RNIC_REG_SCRATCH), ==, patterns[i]);
     }
     /* System reset returns the scratch register to its reset value. */
-    rnic_wr(&t, RNIC_REG_SCRATCH, 0x12345678);
+    qrnic_wr(&t, RNIC_REG_SCRATCH, 0x12345678);
     qtest_system_reset(t.qts);
     /* Reset clears the BARs too: map them again as firmware would. */
     qpci_device_enable(t.dev);
     t.regs = qpci_iomap(t.dev, RNIC_BAR_REGS, NULL);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_SCRATCH), ==, 0);
-    rnic_test_stop(&t);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_SCRATCH), ==, 0);
+    qrnic_test_stop(&t);
 }
 
 static void test_unknown_register(void)
 {
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
+    qrnic_test_start(&t, NULL);
     /* Unknown offsets read as zero and ignore writes, without a crash. */
-    rnic_wr(&t, RNIC_BAR_REGS_SIZE - 4, 0xffffffff);
-    g_assert_cmphex(rnic_rd(&t, RNIC_BAR_REGS_SIZE - 4), ==, 0);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
-    rnic_test_stop(&t);
+    qrnic_wr(&t, RNIC_BAR_REGS_SIZE - 4, 0xffffffff);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_BAR_REGS_SIZE - 4), ==, 0);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_ID), ==, RNIC_ID_MAGIC);
+    qrnic_test_stop(&t);
 }
 
 static void test_enable_checks_rings(void)
 {
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
+    qrnic_test_start(&t, NULL);
     /* No rings: enable is refused. */
-    rnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS), ==, 0);
+    qrnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS), ==, 0);
     /* A misaligned ring is refused as well. */
-    rnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x100080);
-    rnic_wr(&t, RNIC_REG_CMDQ_LOG_SIZE, 4);
-    rnic_wr(&t, RNIC_REG_EQ_BASE_LO, 0x200000);
-    rnic_wr(&t, RNIC_REG_EQ_LOG_SIZE, 4);
-    rnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS), ==, 0);
+    qrnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x100080);
+    qrnic_wr(&t, RNIC_REG_CMDQ_LOG_SIZE, 4);
+    qrnic_wr(&t, RNIC_REG_EQ_BASE_LO, 0x200000);
+    qrnic_wr(&t, RNIC_REG_EQ_LOG_SIZE, 4);
+    qrnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS), ==, 0);
     /* So is a ring that is too large. */
-    rnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x100000);
-    rnic_wr(&t, RNIC_REG_CMDQ_LOG_SIZE, 13);
-    rnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS), ==, 0);
+    qrnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x100000);
+    qrnic_wr(&t, RNIC_REG_CMDQ_LOG_SIZE, 13);
+    qrnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS), ==, 0);
     /* A doorbell while disabled does nothing. */
-    rnic_wr(&t, RNIC_REG_CMDQ_PROD, 1);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, 0);
+    qrnic_wr(&t, RNIC_REG_CMDQ_PROD, 1);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, 0);
 
-    rnic_test_enable(&t);
+    qrnic_test_enable(&t);
     /* Ring registers are fixed while enabled. */
-    rnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x300000);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_CMDQ_BASE_LO), ==, (uint32_t)t.cmdq);
+    qrnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x300000);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_CMDQ_BASE_LO), ==, (uint32_t)t.cmdq);
     /* CONTROL.RESET returns to the reset state. */
-    rnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS), ==, 0);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_CONTROL), ==, 0);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_EQ_LOG_SIZE), ==, 0);
-    rnic_test_stop(&t);
+    qrnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS), ==, 0);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_CONTROL), ==, 0);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_CMDQ_BASE_LO), ==, 0);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_EQ_LOG_SIZE), ==, 0);
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -110,14 +110,14 @@ static void test_enable_checks_rings(void)
  */
 static void test_state_any_ring_regs(void)
 {
-    RnicTest t;
+    QRnic t;
     QDict *r, *st;
 
-    rnic_test_start(&t, ",id=r");
-    rnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x100000);
-    rnic_wr(&t, RNIC_REG_CMDQ_LOG_SIZE, 0xffffffff);
-    rnic_wr(&t, RNIC_REG_EQ_BASE_LO, 0x200000);
-    rnic_wr(&t, RNIC_REG_EQ_LOG_SIZE, 32);
+    qrnic_test_start(&t, ",id=r");
+    qrnic_wr(&t, RNIC_REG_CMDQ_BASE_LO, 0x100000);
+    qrnic_wr(&t, RNIC_REG_CMDQ_LOG_SIZE, 0xffffffff);
+    qrnic_wr(&t, RNIC_REG_EQ_BASE_LO, 0x200000);
+    qrnic_wr(&t, RNIC_REG_EQ_LOG_SIZE, 32);
     r = qtest_qmp(t.qts, "{'execute': 'qom-get', 'arguments': {"
                   "'path': '/machine/peripheral/r', 'property': 'state'}}");
     st = qdict_get_qdict(r, "return");
@@ -126,13 +126,13 @@ static void test_state_any_ring_regs(void)
                     0);
     g_assert_cmpint(qdict_get_int(qdict_get_qdict(st, "eq"), "size"), ==, 0);
     qobject_unref(r);
-    rnic_wr(&t, RNIC_REG_EQ_LOG_SIZE, 4);
+    qrnic_wr(&t, RNIC_REG_EQ_LOG_SIZE, 4);
     r = qtest_qmp(t.qts, "{'execute': 'qom-get', 'arguments': {"
                   "'path': '/machine/peripheral/r', 'property': 'state'}}");
     st = qdict_get_qdict(r, "return");
     g_assert_cmpint(qdict_get_int(qdict_get_qdict(st, "eq"), "size"), ==, 16);
     qobject_unref(r);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 static void test_query_device(void)
@@ -140,12 +140,12 @@ static void test_query_device(void)
     struct rnic_cmd_query_device q;
     struct rnic_device_attr attr;
     struct rnic_cmd cmd;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, ",max-qps=77,max-cqes=512,mpa-rev=1");
-    rnic_test_enable(&t);
+    qrnic_test_start(&t, ",max-qps=77,max-cqes=512,mpa-rev=1");
+    qrnic_test_enable(&t);
     q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
-    cmd = rnic_cmd(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    cmd = qrnic_cmd(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
     g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_OK);
     qtest_memread(t.qts, le64_to_cpu(q.attr_addr), &attr, sizeof(attr));
     g_assert_cmphex(le32_to_cpu(attr.abi_version), ==, RNIC_VERSION_VALUE);
@@ -160,9 +160,9 @@ static void test_query_device(void)
 
     /* An attribute buffer outside guest memory gives a status, no crash. */
     q.attr_addr = cpu_to_le64(0xfffffffffffff000ull);
-    cmd = rnic_cmd(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    cmd = qrnic_cmd(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
     g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_ERR_DMA);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -175,15 +175,15 @@ static void test_abi_version(void)
     static const uint8_t set[6] = { 0x02, 0x00, 0x00, 0xab, 0xcd, 0xef };
     struct rnic_cmd_query_device q;
     struct rnic_device_attr attr;
-    RnicTest t;
+    QRnic t;
 
     g_assert_cmphex(RNIC_VERSION_VALUE, ==, 0x00010002);
     for (int i = 0; i < 2; i++) {
-        rnic_test_start(&t, i ? ",mac=02:00:00:ab:cd:ef" : "");
-        g_assert_cmphex(rnic_rd(&t, RNIC_REG_VERSION), ==, 0x00010002);
-        rnic_test_enable(&t);
+        qrnic_test_start(&t, i ? ",mac=02:00:00:ab:cd:ef" : "");
+        g_assert_cmphex(qrnic_rd(&t, RNIC_REG_VERSION), ==, 0x00010002);
+        qrnic_test_enable(&t);
         q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
-        rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+        qrnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
         qtest_memread(t.qts, le64_to_cpu(q.attr_addr), &attr, sizeof(attr));
         g_assert_cmpuint(le32_to_cpu(attr.max_fast_reg_pages), ==,
                          RNIC_FAST_REG_MAX_PAGES);
@@ -195,7 +195,7 @@ static void test_abi_version(void)
             g_assert_cmphex(attr.mac[1], ==, 0x54);
             g_assert_cmphex(attr.mac[2], ==, 0x00);
         }
-        rnic_test_stop(&t);
+        qrnic_test_stop(&t);
     }
 }
 
@@ -204,88 +204,88 @@ static void test_alloc_mr_params(void)
 {
     uint32_t pdn, cqn, stag;
     uint64_t ring;
-    RnicTestQp qp;
-    RnicTest t;
+    QRnicQp qp;
+    QRnic t;
 
-    rnic_test_start(&t, ",max-mrs=3");
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 0, 1, 0, &stag), ==,
+    qrnic_test_start(&t, ",max-mrs=3");
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, 0, 1, 0, &stag), ==,
                     RNIC_CMD_ERR_PARAM);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, RNIC_FAST_REG_MAX_PAGES + 1, 1, 0,
-                                  &stag), ==, RNIC_CMD_ERR_PARAM);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 4, 1, RNIC_ALLOC_MR_PHYS, &stag),
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, RNIC_FAST_REG_MAX_PAGES + 1, 1, 0,
+                                   &stag), ==, RNIC_CMD_ERR_PARAM);
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, 4, 1, RNIC_ALLOC_MR_PHYS, &stag),
                     ==, RNIC_CMD_ERR_PARAM);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 4, 1, 0x80, &stag), ==,
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, 4, 1, 0x80, &stag), ==,
                     RNIC_CMD_ERR_PARAM);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn + 9, 4, 1, 0, &stag), ==,
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn + 9, 4, 1, 0, &stag), ==,
                     RNIC_CMD_ERR_HANDLE);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, RNIC_FAST_REG_MAX_PAGES, 1, 0,
-                                  &stag), ==, RNIC_CMD_OK);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 0, 2, RNIC_ALLOC_MR_PHYS, &stag),
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, RNIC_FAST_REG_MAX_PAGES, 1, 0,
+                                   &stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, 0, 2, RNIC_ALLOC_MR_PHYS, &stag),
                     ==, RNIC_CMD_OK);
     /* max-mrs counts both kinds */
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 1, 3, 0, &stag), ==, RNIC_CMD_OK);
-    g_assert_cmphex(rnic_alloc_mr(&t, pdn, 1, 4, 0, &stag), ==,
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, 1, 3, 0, &stag), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_alloc_mr(&t, pdn, 1, 4, 0, &stag), ==,
                     RNIC_CMD_ERR_RESOURCE);
     /* The PD is busy while they exist. */
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &pdn,
-                                    sizeof(pdn)), ==, RNIC_CMD_ERR_BUSY);
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &pdn,
+                                     sizeof(pdn)), ==, RNIC_CMD_ERR_BUSY);
 
-    cqn = rnic_create_cq(&t, 4, 1, &ring);
-    g_assert_cmphex(rnic_try_create_qp_flags(&t, pdn, cqn, cqn, RNIC_NO_SRQ, 3,
-                                             0x8000, &qp), ==,
+    cqn = qrnic_create_cq(&t, 4, 1, &ring);
+    g_assert_cmphex(qrnic_try_create_qp_flags(&t, pdn, cqn, cqn, RNIC_NO_SRQ, 3,
+                                              0x8000, &qp), ==,
                     RNIC_CMD_ERR_PARAM);
-    g_assert_cmphex(rnic_try_create_qp_flags(&t, pdn, cqn, cqn, RNIC_NO_SRQ, 3,
-                                             RNIC_QP_FLAG_KERNEL, &qp), ==,
+    g_assert_cmphex(qrnic_try_create_qp_flags(&t, pdn, cqn, cqn, RNIC_NO_SRQ, 3,
+                                              RNIC_QP_FLAG_KERNEL, &qp), ==,
                     RNIC_CMD_OK);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 static void test_bad_opcode(void)
 {
     struct rnic_cmd cmd;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    cmd = rnic_cmd(&t, 0xee, NULL, 0);
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    cmd = qrnic_cmd(&t, 0xee, NULL, 0);
     g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_ERR_OPCODE);
-    cmd = rnic_cmd(&t, 0, NULL, 0);
+    cmd = qrnic_cmd(&t, 0, NULL, 0);
     g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_ERR_OPCODE);
     /* The ring wraps: more commands than entries all complete in order. */
-    for (int i = 0; i < (2 << RNIC_TEST_CMDQ_LOG) + 3; i++) {
-        cmd = rnic_cmd(&t, 0xee, NULL, 0);
+    for (int i = 0; i < (2 << QRNIC_CMDQ_LOG) + 3; i++) {
+        cmd = qrnic_cmd(&t, 0xee, NULL, 0);
         g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_ERR_OPCODE);
     }
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 static void test_unreadable_cmdq_is_fatal(void)
 {
     struct rnic_event ev;
-    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
-    RnicTest t;
+    gint64 end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
     /* Move the command ring outside guest memory. */
-    rnic_wr(&t, RNIC_REG_CONTROL, 0);
-    rnic_wr(&t, RNIC_REG_CMDQ_BASE_HI, 0xfffff);
-    rnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
-    rnic_wr(&t, RNIC_REG_CMDQ_PROD, 1);
-    while (!rnic_msix_fired(&t, RNIC_MSIX_VEC_ADMIN)) {
+    qrnic_wr(&t, RNIC_REG_CONTROL, 0);
+    qrnic_wr(&t, RNIC_REG_CMDQ_BASE_HI, 0xfffff);
+    qrnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
+    qrnic_wr(&t, RNIC_REG_CMDQ_PROD, 1);
+    while (!qrnic_msix_fired(&t, RNIC_MSIX_VEC_ADMIN)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         qtest_clock_step(t.qts, 10000);
     }
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==,
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==,
                     RNIC_STATUS_FATAL);
-    g_assert_cmpuint(rnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, 0);
-    g_assert_true(rnic_next_event(&t, &ev));
+    g_assert_cmpuint(qrnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, 0);
+    g_assert_true(qrnic_next_event(&t, &ev));
     g_assert_cmpuint(ev.type, ==, RNIC_EV_FATAL);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, RNIC_CMD_ERR_DMA);
-    g_assert_false(rnic_next_event(&t, &ev));
-    rnic_test_stop(&t);
+    g_assert_false(qrnic_next_event(&t, &ev));
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -296,43 +296,43 @@ static void test_unreadable_cmdq_is_fatal(void)
 static void test_cmdq_prod_far_ahead(void)
 {
     struct rnic_cmd_pd p = { 0 };
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    rnic_cmd_queue(&t, RNIC_CMD_CREATE_PD, &p, sizeof(p));
-    rnic_wr(&t, RNIC_REG_CMDQ_PROD, t.cmd_prod);
-    rnic_wr(&t, RNIC_REG_CMDQ_PROD,
-            t.cmd_prod + (1u << RNIC_TEST_CMDQ_LOG) + 5);
-    rnic_settle(&t);
-    g_assert_cmpuint(rnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, t.cmd_prod);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==, 0);
-    rnic_create_pd(&t);     /* the queue goes on */
-    rnic_test_stop(&t);
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    qrnic_cmd_queue(&t, RNIC_CMD_CREATE_PD, &p, sizeof(p));
+    qrnic_wr(&t, RNIC_REG_CMDQ_PROD, t.cmd_prod);
+    qrnic_wr(&t, RNIC_REG_CMDQ_PROD,
+             t.cmd_prod + (1u << QRNIC_CMDQ_LOG) + 5);
+    qrnic_settle(&t);
+    g_assert_cmpuint(qrnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, t.cmd_prod);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==, 0);
+    qrnic_create_pd(&t);    /* the queue goes on */
+    qrnic_test_stop(&t);
 }
 
 static void test_pd(void)
 {
     struct rnic_cmd_pd p;
-    RnicTest t;
+    QRnic t;
     uint32_t a, b;
 
-    rnic_test_start(&t, ",max-pds=2");
-    rnic_test_enable(&t);
-    a = rnic_create_pd(&t);
-    b = rnic_create_pd(&t);
+    qrnic_test_start(&t, ",max-pds=2");
+    qrnic_test_enable(&t);
+    a = qrnic_create_pd(&t);
+    b = qrnic_create_pd(&t);
     g_assert_cmpuint(a, !=, b);
     /* The table holds two. */
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_PD, NULL, 0), ==,
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_CREATE_PD, NULL, 0), ==,
                     RNIC_CMD_ERR_RESOURCE);
     p.pdn = cpu_to_le32(a);
-    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_PD, &p, sizeof(p));
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &p, sizeof(p)),
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_PD, &p, sizeof(p));
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &p, sizeof(p)),
                     !=, RNIC_CMD_OK);
     p.pdn = cpu_to_le32(0xdead);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &p, sizeof(p)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &p, sizeof(p)),
                     !=, RNIC_CMD_OK);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 static void test_mr_mw(void)
@@ -344,25 +344,25 @@ static void test_mr_mw(void)
     struct rnic_cmd cmd;
     uint32_t pdn, mr, mw, mr2;
     uint64_t buf;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
     buf = guest_alloc(t.alloc, 3 * 4096);
-    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 3 * 4096,
-                                RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE |
-                                RNIC_ACC_MW_BIND, 0x42, &mr), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&t, pdn, buf, 3 * 4096,
+                                 RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE |
+                                 RNIC_ACC_MW_BIND, 0x42, &mr), ==, RNIC_CMD_OK);
     g_assert_cmphex(mr & 0xff, ==, 0x42);
     /* Bad parameters: unknown PD, access bits, page shift. */
-    g_assert_cmphex(rnic_reg_mr(&t, 0x999, buf, 4096, 0, 1, &mr2), ==,
+    g_assert_cmphex(qrnic_reg_mr(&t, 0x999, buf, 4096, 0, 1, &mr2), ==,
                     RNIC_CMD_ERR_HANDLE);
-    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, 0x1000, 1, &mr2), ==,
+    g_assert_cmphex(qrnic_reg_mr(&t, pdn, buf, 4096, 0x1000, 1, &mr2), ==,
                     RNIC_CMD_ERR_PARAM);
 
     /* A type 1 window bound to a part of the region gets a new key. */
     aw.pdn = cpu_to_le32(pdn);
-    cmd = rnic_cmd_ok(&t, RNIC_CMD_ALLOC_MW, &aw, sizeof(aw));
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_ALLOC_MW, &aw, sizeof(aw));
     mw = le32_to_cpu(((struct rnic_cmd_alloc_mw *)cmd.u.raw)->stag);
     bw = (struct rnic_cmd_bind_mw) {
         .mw_stag = cpu_to_le32(mw),
@@ -372,21 +372,21 @@ static void test_mr_mw(void)
         .access = cpu_to_le32(RNIC_ACC_REMOTE_WRITE),
         .key = 0x12,
     };
-    cmd = rnic_cmd_ok(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw));
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw));
     bw = *(struct rnic_cmd_bind_mw *)cmd.u.raw;
     g_assert_cmphex(le32_to_cpu(bw.new_stag), ==, (mw & ~0xffu) | 0x12);
     /* A range outside the region is refused. */
     bw.mw_stag = cpu_to_le32((mw & ~0xffu) | 0x12);
     bw.key = 0x13;
     bw.length = cpu_to_le64(3 * 4096);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw)),
                     !=, RNIC_CMD_OK);
     /* The region cannot go while the window is bound, nor its PD. */
     st.stag = cpu_to_le32(mr);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DEREG_MR, &st, sizeof(st)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DEREG_MR, &st, sizeof(st)),
                     ==, RNIC_CMD_ERR_BUSY);
     pd.pdn = cpu_to_le32(pdn);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &pd, sizeof(pd)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DESTROY_PD, &pd, sizeof(pd)),
                     ==, RNIC_CMD_ERR_BUSY);
     /*
      * DEALLOC_MW names the window by its index, any key (a bind through a
@@ -394,20 +394,20 @@ static void test_mr_mw(void)
      * not a window.
      */
     st.stag = cpu_to_le32(mr);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DEALLOC_MW, &st, sizeof(st)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DEALLOC_MW, &st, sizeof(st)),
                     ==, RNIC_CMD_ERR_HANDLE);
     st.stag = cpu_to_le32(mw);
-    rnic_cmd_ok(&t, RNIC_CMD_DEALLOC_MW, &st, sizeof(st));
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DEALLOC_MW, &st, sizeof(st)),
+    qrnic_cmd_ok(&t, RNIC_CMD_DEALLOC_MW, &st, sizeof(st));
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DEALLOC_MW, &st, sizeof(st)),
                     ==, RNIC_CMD_ERR_HANDLE);
     /* Local invalidate, then the stale STag is unknown to DEREG. */
     st.stag = cpu_to_le32(mr);
-    rnic_cmd_ok(&t, RNIC_CMD_INVALIDATE, &st, sizeof(st));
-    rnic_cmd_ok(&t, RNIC_CMD_DEREG_MR, &st, sizeof(st));
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DEREG_MR, &st, sizeof(st)),
+    qrnic_cmd_ok(&t, RNIC_CMD_INVALIDATE, &st, sizeof(st));
+    qrnic_cmd_ok(&t, RNIC_CMD_DEREG_MR, &st, sizeof(st));
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DEREG_MR, &st, sizeof(st)),
                     ==, RNIC_CMD_ERR_HANDLE);
-    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_PD, &pd, sizeof(pd));
-    rnic_test_stop(&t);
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_PD, &pd, sizeof(pd));
+    qrnic_test_stop(&t);
 }
 
 static void test_reg_mr_bad_page_list(void)
@@ -418,22 +418,22 @@ static void test_reg_mr_bad_page_list(void)
         .npages = cpu_to_le32(1),
         .page_shift = 12,
     };
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    p.pdn = cpu_to_le32(rnic_create_pd(&t));
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    p.pdn = cpu_to_le32(qrnic_create_pd(&t));
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
                     RNIC_CMD_ERR_DMA);
     p.npages = 0;
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
                     RNIC_CMD_ERR_PARAM);
     /* Larger than QUERY_DEVICE's max_mr_size. */
     p.npages = cpu_to_le32(1);
     p.length = cpu_to_le64(1ull << 32);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_REG_MR, &p, sizeof(p)), ==,
                     RNIC_CMD_ERR_PARAM);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 static void test_cq_qp_lifecycle(void)
@@ -442,78 +442,78 @@ static void test_cq_qp_lifecycle(void)
     struct rnic_cmd_qp dq;
     uint32_t pdn, cqn, qpn;
     uint64_t ring;
-    RnicTestQp qp, qp2;
-    RnicTest t;
+    QRnicQp qp, qp2;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 4, 1, &ring);
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 4, 1, &ring);
     /* Vector 0 belongs to the admin queue; unknown CQs are refused. */
     dc = (struct rnic_cmd_cq) {
         .ring_addr = cpu_to_le64(ring), .log_size = 4, .msix_vector = 0,
     };
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_CQ, &dc, sizeof(dc)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_CREATE_CQ, &dc, sizeof(dc)),
                     ==, RNIC_CMD_ERR_PARAM);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, 77, 3, &qp), ==,
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, 77, 3, &qp), ==,
                     RNIC_CMD_ERR_HANDLE);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
                     RNIC_CMD_OK);
-    g_assert_cmpuint(rnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_IDLE);
+    g_assert_cmpuint(qrnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_IDLE);
     /* A CQ in use cannot be destroyed. */
     dc.cqn = cpu_to_le32(cqn);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc)),
                     ==, RNIC_CMD_ERR_BUSY);
     /*
      * IDLE -> RTS is not the driver's to ask; IDLE -> ERROR -> IDLE is,
      * and ERROR again in ERROR does nothing, as in the verbs.
      */
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_RTS, RNIC_CMD_ERR_PARAM);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_IDLE, RNIC_CMD_ERR_STATE);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
-    g_assert_cmpuint(rnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
-    g_assert_cmpuint(rnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_IDLE, RNIC_CMD_OK);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_RTS, RNIC_CMD_ERR_PARAM);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_IDLE, RNIC_CMD_ERR_STATE);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    g_assert_cmpuint(qrnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    g_assert_cmpuint(qrnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_IDLE, RNIC_CMD_OK);
 
     /* A destroyed QP's number stays in timewait: the next QP gets another. */
     qpn = qp.qpn;
     dq.qpn = cpu_to_le32(qpn);
-    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &dq, sizeof(dq));
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_QUERY_QP, &dq, sizeof(dq)),
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &dq, sizeof(dq));
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_QUERY_QP, &dq, sizeof(dq)),
                     ==, RNIC_CMD_ERR_HANDLE);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp2), ==,
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp2), ==,
                     RNIC_CMD_OK);
     g_assert_cmpuint(qp2.qpn, !=, qpn);
     dq.qpn = cpu_to_le32(qp2.qpn);
-    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &dq, sizeof(dq));
-    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc));
-    rnic_test_stop(&t);
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &dq, sizeof(dq));
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc));
+    qrnic_test_stop(&t);
 }
 
 /*
  * A device with a PD (its number in *@pdn unless NULL), a CQ of 8 entries
  * on MSI-X @vector and a QP of 8+8 entries using it; returns the cqn.
  */
-static uint32_t start_with_qp_pd(RnicTest *t, uint8_t vector, uint64_t *ring,
-                                 RnicTestQp *qp, uint32_t *pdn_out)
+static uint32_t start_with_qp_pd(QRnic *t, uint8_t vector, uint64_t *ring,
+                                 QRnicQp *qp, uint32_t *pdn_out)
 {
     uint32_t pdn, cqn;
 
-    rnic_test_start(t, NULL);
-    rnic_test_enable(t);
-    pdn = rnic_create_pd(t);
+    qrnic_test_start(t, NULL);
+    qrnic_test_enable(t);
+    pdn = qrnic_create_pd(t);
     if (pdn_out) {
         *pdn_out = pdn;
     }
-    cqn = rnic_create_cq(t, 3, vector, ring);
-    g_assert_cmphex(rnic_try_create_qp(t, pdn, cqn, cqn, 3, qp), ==,
+    cqn = qrnic_create_cq(t, 3, vector, ring);
+    g_assert_cmphex(qrnic_try_create_qp(t, pdn, cqn, cqn, 3, qp), ==,
                     RNIC_CMD_OK);
     return cqn;
 }
 
-static uint32_t start_with_qp(RnicTest *t, uint8_t vector, uint64_t *ring,
-                              RnicTestQp *qp)
+static uint32_t start_with_qp(QRnic *t, uint8_t vector, uint64_t *ring,
+                              QRnicQp *qp)
 {
     return start_with_qp_pd(t, vector, ring, qp, NULL);
 }
@@ -531,22 +531,22 @@ static void test_flushed_recv_links_nothing(void)
     struct rnic_cmd cmd;
     uint32_t pdn, mr;
     uint64_t ring, buf;
-    RnicTestQp qp;
-    RnicTest t;
+    QRnicQp qp;
+    QRnic t;
 
     start_with_qp_pd(&t, 2, &ring, &qp, &pdn);
     buf = guest_alloc(t.alloc, 4096);
-    g_assert_cmphex(rnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE |
-                                RNIC_ACC_MW_BIND, 0x42, &mr), ==, RNIC_CMD_OK);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&t, pdn, buf, 4096, RNIC_ACC_LOCAL_WRITE |
+                                 RNIC_ACC_MW_BIND, 0x42, &mr), ==, RNIC_CMD_OK);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     w.linked_stag = cpu_to_le32(mr);
-    rnic_post_recv(&t, &qp, &w);
-    rnic_settle(&t);
-    g_assert_true(rnic_read_cqe(&t, ring, 3, 0, &e));
+    qrnic_post_recv(&t, &qp, &w);
+    qrnic_settle(&t);
+    g_assert_true(qrnic_read_cqe(&t, ring, 3, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x51);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
     aw.pdn = cpu_to_le32(pdn);
-    cmd = rnic_cmd_ok(&t, RNIC_CMD_ALLOC_MW, &aw, sizeof(aw));
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_ALLOC_MW, &aw, sizeof(aw));
     bw = (struct rnic_cmd_bind_mw) {
         .mw_stag = ((struct rnic_cmd_alloc_mw *)cmd.u.raw)->stag,
         .mr_stag = cpu_to_le32(mr),
@@ -555,9 +555,9 @@ static void test_flushed_recv_links_nothing(void)
         .access = cpu_to_le32(RNIC_ACC_REMOTE_READ),
         .key = 2,
     };
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_BIND_MW, &bw, sizeof(bw)),
                     ==, RNIC_CMD_OK);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /* Receives posted to an unconnected QP are flushed when it goes to ERROR. */
@@ -566,41 +566,41 @@ static void test_flush_to_guest_cq(void)
     struct rnic_cq_entry e;
     uint32_t cqn;
     uint64_t ring;
-    RnicTestQp qp;
-    RnicTest t;
+    QRnicQp qp;
+    QRnic t;
 
     cqn = start_with_qp(&t, 2, &ring, &qp);
     for (int i = 0; i < 5; i++) {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
 
-        rnic_post_recv(&t, &qp, &w);
+        qrnic_post_recv(&t, &qp, &w);
     }
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 0, &e));
-    rnic_wr(&t, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 0, &e));
+    qrnic_wr(&t, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     for (int i = 0; i < 5; i++) {
-        g_assert_true(rnic_read_cqe(&t, ring, 3, i, &e));
+        g_assert_true(qrnic_read_cqe(&t, ring, 3, i, &e));
         g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x100 + i);
         g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
         g_assert_cmpuint(e.opcode, ==, RNIC_WQE_RECV);
         g_assert_cmpuint(le32_to_cpu(e.qpn), ==, qp.qpn);
     }
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 5, &e));
-    g_assert_true(rnic_msix_fired(&t, 2));
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 5, &e));
+    g_assert_true(qrnic_msix_fired(&t, 2));
     /* A receive posted in ERROR completes at once with a flush. */
     {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x200) };
 
-        rnic_post_recv(&t, &qp, &w);
+        qrnic_post_recv(&t, &qp, &w);
     }
-    rnic_settle(&t);
-    g_assert_true(rnic_read_cqe(&t, ring, 3, 5, &e));
+    qrnic_settle(&t);
+    g_assert_true(qrnic_read_cqe(&t, ring, 3, 5, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x200);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
     /* Not armed again: no second interrupt. */
-    g_assert_false(rnic_msix_fired(&t, 2));
-    rnic_test_stop(&t);
+    g_assert_false(qrnic_msix_fired(&t, 2));
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -615,46 +615,46 @@ static void test_arm_with_waiting_completions(void)
     struct rnic_cq_entry e;
     uint32_t pdn, cqn;
     uint64_t ring;
-    RnicTestQp qp;
-    RnicTest t;
+    QRnicQp qp;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 1, 3, &ring);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 1, 3, &ring);
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
                     RNIC_CMD_OK);
     for (int i = 0; i < 4; i++) {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
 
         if (i == 2) {
             /* Two flushes fill the ring of two... */
-            rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
-            g_assert_true(rnic_read_cqe(&t, ring, 1, 1, &e));
+            qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+            g_assert_true(qrnic_read_cqe(&t, ring, 1, 1, &e));
         }
-        rnic_post_recv(&t, &qp, &w);
+        qrnic_post_recv(&t, &qp, &w);
     }
     /* ... and two more wait in the device for room. */
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 1, 2, &e));
-    g_assert_false(rnic_msix_fired(&t, 3));
-    rnic_wr(&t, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
-    rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 2));
-    rnic_settle(&t);
-    g_assert_true(rnic_read_cqe(&t, ring, 1, 2, &e));
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 1, 2, &e));
+    g_assert_false(qrnic_msix_fired(&t, 3));
+    qrnic_wr(&t, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    qrnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 2));
+    qrnic_settle(&t);
+    g_assert_true(qrnic_read_cqe(&t, ring, 1, 2, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x102);
-    g_assert_true(rnic_msix_fired(&t, 3));
-    rnic_test_stop(&t);
+    g_assert_true(qrnic_msix_fired(&t, 3));
+    qrnic_test_stop(&t);
 }
 
-static bool wait_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t index,
+static bool wait_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t index,
                      struct rnic_cq_entry *e)
 {
     for (int n = 0; n < 500; n++) {
-        if (rnic_read_cqe(t, ring, log, index, e)) {
+        if (qrnic_read_cqe(t, ring, log, index, e)) {
             return true;
         }
-        rnic_settle(t);
+        qrnic_settle(t);
     }
     return false;
 }
@@ -671,11 +671,11 @@ static void test_doorbell_burst(void)
 {
     struct rnic_cq_entry e;
     uint64_t ring;
-    RnicTestQp qp;
-    RnicTest t;
+    QRnicQp qp;
+    QRnic t;
     uint32_t cqn = start_with_qp(&t, 2, &ring, &qp);   /* 8 CQEs, 8 WQEs */
 
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     for (int i = 0; i < 16; i++) {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
 
@@ -687,29 +687,29 @@ static void test_doorbell_burst(void)
                 g_assert_cmpuint(e.status, ==, RNIC_CQE_WR_FLUSH_ERR);
             }
         }
-        rnic_post_recv(&t, &qp, &w);
-        rnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn + 1, i));
-        rnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(0xffff, i));
-        rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn + 1, i));
+        qrnic_post_recv(&t, &qp, &w);
+        qrnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn + 1, i));
+        qrnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(0xffff, i));
+        qrnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn + 1, i));
     }
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 8, &e));
-    rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 8));
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 8, &e));
+    qrnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 8));
     for (int i = 8; i < 16; i++) {
         g_assert_true(wait_cqe(&t, ring, 3, i, &e));
         g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x100 + i);
     }
-    rnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 16));
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 16, &e));
-    rnic_test_stop(&t);
+    qrnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 16));
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 16, &e));
+    qrnic_test_stop(&t);
 }
 
 /*
  * Queues of no page (the kernel's) are rung through none, not even the one
  * their number had before (a CQ number comes back, the lowest free).
  */
-static void doorbell_pages_reuse(RnicTest *t, uint32_t pdn, uint32_t cqn,
+static void doorbell_pages_reuse(QRnic *t, uint32_t pdn, uint32_t cqn,
                                  uint32_t qpn)
 {
     struct rnic_cmd_qp dq = { .qpn = cpu_to_le32(qpn) };
@@ -717,25 +717,25 @@ static void doorbell_pages_reuse(RnicTest *t, uint32_t pdn, uint32_t cqn,
     struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x200) };
     struct rnic_cq_entry e;
     uint64_t ring;
-    RnicTestQp qp;
+    QRnicQp qp;
 
-    rnic_cmd_ok(t, RNIC_CMD_DESTROY_QP, &dq, sizeof(dq));
-    rnic_cmd_ok(t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc));
+    qrnic_cmd_ok(t, RNIC_CMD_DESTROY_QP, &dq, sizeof(dq));
+    qrnic_cmd_ok(t, RNIC_CMD_DESTROY_CQ, &dc, sizeof(dc));
     t->udb = 0;
-    g_assert_cmpuint(rnic_create_cq(t, 3, 4, &ring), ==, cqn);
-    g_assert_cmphex(rnic_try_create_qp(t, pdn, cqn, cqn, 2, &qp), ==,
+    g_assert_cmpuint(qrnic_create_cq(t, 3, 4, &ring), ==, cqn);
+    g_assert_cmphex(qrnic_try_create_qp(t, pdn, cqn, cqn, 2, &qp), ==,
                     RNIC_CMD_OK);
-    rnic_modify_qp_state(t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    qrnic_modify_qp_state(t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     qtest_memwrite(t->qts, qp.rq, &w, sizeof(w));
-    rnic_udb_wr(t, 1, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
-    rnic_udb_wr(t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
-    rnic_settle(t);
-    g_assert_false(rnic_read_cqe(t, ring, 3, 0, &e));
-    rnic_wr(t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
+    qrnic_udb_wr(t, 1, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    qrnic_udb_wr(t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
+    qrnic_settle(t);
+    g_assert_false(qrnic_read_cqe(t, ring, 3, 0, &e));
+    qrnic_wr(t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
     g_assert_true(wait_cqe(t, ring, 3, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x200);
-    rnic_settle(t);
-    g_assert_false(rnic_msix_fired(t, 4));
+    qrnic_settle(t);
+    g_assert_false(qrnic_msix_fired(t, 4));
 }
 
 /*
@@ -753,64 +753,64 @@ static void test_doorbell_pages(void)
     struct rnic_cq_entry e;
     uint32_t pdn, cqn;
     uint64_t ring;
-    RnicTestQp qp, bad;
-    RnicTest t;
+    QRnicQp qp, bad;
+    QRnic t;
 
-    rnic_test_start(&t, ",udb-pages=4");
-    rnic_test_enable(&t);
+    qrnic_test_start(&t, ",udb-pages=4");
+    qrnic_test_enable(&t);
     q.attr_addr = cpu_to_le64(guest_alloc(t.alloc, sizeof(attr)));
-    rnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
+    qrnic_cmd_ok(&t, RNIC_CMD_QUERY_DEVICE, &q, sizeof(q));
     qtest_memread(t.qts, le64_to_cpu(q.attr_addr), &attr, sizeof(attr));
     g_assert_cmpuint(le32_to_cpu(attr.udb_pages), ==, 4);
-    g_assert_cmphex(rnic_udb_rd(&t, 3, RNIC_REG_DB_SQ), ==, 0);
+    g_assert_cmphex(qrnic_udb_rd(&t, 3, RNIC_REG_DB_SQ), ==, 0);
     g_assert_cmpuint(t.udb_size, ==, 4 * RNIC_UDB_PAGE_SIZE);
-    pdn = rnic_create_pd(&t);
+    pdn = qrnic_create_pd(&t);
     t.udb = 5;                  /* page 4: beyond the BAR */
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, 1, 1, 2, &bad), ==,
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, 1, 1, 2, &bad), ==,
                     RNIC_CMD_ERR_HANDLE);
     t.udb = 2;                  /* page 1 */
-    cqn = rnic_create_cq(&t, 3, 3, &ring);
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
+    cqn = qrnic_create_cq(&t, 3, 3, &ring);
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
                     RNIC_CMD_OK);
     t.udb = 5;
-    g_assert_cmphex(rnic_try_create_qp(&t, pdn, cqn, cqn, 2, &bad), ==,
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 2, &bad), ==,
                     RNIC_CMD_ERR_PARAM);
-    rnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     for (int i = 0; i < 3; i++) {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
 
         qtest_memwrite(t.qts, qp.rq + i * RNIC_RQ_WQE_SIZE, &w, sizeof(w));
     }
     /* Another page, and a write beside the doorbells: nothing. */
-    rnic_udb_wr(&t, 0, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
-    rnic_udb_wr(&t, 1, RNIC_REG_ID, RNIC_DB_VALUE(qp.qpn, 1));
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 0, &e));
+    qrnic_udb_wr(&t, 0, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 1));
+    qrnic_udb_wr(&t, 1, RNIC_REG_ID, RNIC_DB_VALUE(qp.qpn, 1));
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 0, &e));
     /* The owner's page, then at once another's: the owner's counts. */
-    rnic_udb_wr(&t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 2));
-    rnic_udb_wr(&t, 3, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 3));
+    qrnic_udb_wr(&t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 2));
+    qrnic_udb_wr(&t, 3, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 3));
     g_assert_true(wait_cqe(&t, ring, 3, 1, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x101);
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 2, &e));
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 2, &e));
     /* Arming through another page arms nothing; through BAR 0 it does. */
-    rnic_udb_wr(&t, 0, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
-    rnic_udb_wr(&t, 1, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 2));
-    rnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 3));
+    qrnic_udb_wr(&t, 0, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    qrnic_udb_wr(&t, 1, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 2));
+    qrnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 3));
     g_assert_true(wait_cqe(&t, ring, 3, 2, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x102);
-    g_assert_false(rnic_msix_fired(&t, 3));
-    rnic_udb_wr(&t, 1, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    g_assert_false(qrnic_msix_fired(&t, 3));
+    qrnic_udb_wr(&t, 1, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
     qtest_memwrite(t.qts, qp.rq + 3 * RNIC_RQ_WQE_SIZE,
                    &(struct rnic_rq_wqe){ .wr_id = cpu_to_le64(0x103) },
                    sizeof(struct rnic_rq_wqe));
-    rnic_udb_wr(&t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 4));
+    qrnic_udb_wr(&t, 1, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp.qpn, 4));
     g_assert_true(wait_cqe(&t, ring, 3, 3, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x103);
-    rnic_settle(&t);
-    g_assert_true(rnic_msix_fired(&t, 3));
+    qrnic_settle(&t);
+    g_assert_true(qrnic_msix_fired(&t, 3));
     doorbell_pages_reuse(&t, pdn, cqn, qp.qpn);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -828,33 +828,33 @@ static void test_bad_wqe(void)
     struct rnic_cq_entry e;
     struct rnic_event ev;
     uint64_t ring;
-    RnicTestQp qp;
-    RnicTest t;
+    QRnicQp qp;
+    QRnic t;
 
     start_with_qp(&t, 3, &ring, &qp);
-    rnic_post_send(&t, &qp, &w);
-    rnic_settle(&t);
-    g_assert_true(rnic_read_cqe(&t, ring, 3, 0, &e));
+    qrnic_post_send(&t, &qp, &w);
+    qrnic_settle(&t);
+    g_assert_true(qrnic_read_cqe(&t, ring, 3, 0, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0xbad);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_LOC_QP_OP_ERR);
     g_assert_cmpuint(e.opcode, ==, RNIC_WQE_READ);
-    g_assert_true(rnic_next_event(&t, &ev));
+    g_assert_true(qrnic_next_event(&t, &ev));
     g_assert_cmpuint(ev.type, ==, RNIC_EV_QP_ERROR);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qp.qpn);
-    g_assert_cmpuint(rnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
+    g_assert_cmpuint(qrnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_ERROR);
     w.opcode = 0x55;
     w.wr_id = cpu_to_le64(0xbad2);
-    rnic_post_send(&t, &qp, &w);
-    rnic_settle(&t);
-    g_assert_true(rnic_read_cqe(&t, ring, 3, 1, &e));
+    qrnic_post_send(&t, &qp, &w);
+    qrnic_settle(&t);
+    g_assert_true(qrnic_read_cqe(&t, ring, 3, 1, &e));
     g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0xbad2);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_LOC_QP_OP_ERR);
     g_assert_cmpuint(e.opcode, ==, RNIC_WQE_SEND);
     /* A doorbell for a QP that does not exist is ignored. */
-    rnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(0x7777, 1));
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 2, &e));
-    rnic_test_stop(&t);
+    qrnic_wr(&t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(0x7777, 1));
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 2, &e));
+    qrnic_test_stop(&t);
 }
 
 /*
@@ -878,9 +878,9 @@ static void test_hot_unplug(void)
 
     g_assert_nonnull(rp);
     /* A TCP connection made outside QEMU, handed to the device. */
-    lfd = rnic_tcp_listen(&port);
-    outside = rnic_tcp_connect(port, 0);
-    inside = rnic_tcp_accept(lfd);
+    lfd = qrnic_tcp_listen(&port);
+    outside = qrnic_tcp_connect(port, 0);
+    inside = qrnic_tcp_accept(lfd);
     qtest_qmp_fds_assert_success(qts, &inside, 1,
         "{'execute': 'getfd', 'arguments': {'fdname': 'c'}}");
     qtest_qmp_assert_success(qts, "{'execute': 'qom-set', 'arguments': {"
@@ -948,16 +948,16 @@ static void test_srq(void)
     struct rnic_cmd cmd;
     uint32_t pdn, pdn2, cqn, srqn, qpn;
     uint64_t ring;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
-    pdn = rnic_create_pd(&t);
-    pdn2 = rnic_create_pd(&t);
-    cqn = rnic_create_cq(&t, 3, 1, &ring);
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
+    pdn2 = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 3, 1, &ring);
     sq.pdn = cpu_to_le32(pdn);
     sq.ring_addr = cpu_to_le64(guest_alloc(t.alloc, 4096));
-    cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq));
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq));
     srqn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
     q = (struct rnic_cmd_qp) {
         .pdn = cpu_to_le32(pdn),
@@ -967,52 +967,52 @@ static void test_srq(void)
         .sq_addr = cpu_to_le64(guest_alloc(t.alloc, 4096)),
         .sq_log_size = 3,
     };
-    cmd = rnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q));
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q));
     qpn = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
     /* An SRQ of another PD is refused; so is an unknown SRQ. */
     q.pdn = cpu_to_le32(pdn2);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q)),
                     ==, RNIC_CMD_ERR_ACCESS);
     q.srqn = cpu_to_le32(99);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_CREATE_QP, &q, sizeof(q)),
                     ==, RNIC_CMD_ERR_HANDLE);
     /* The QP has no RQ of its own: its RQ doorbell is ignored. */
-    rnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qpn, 1));
-    rnic_settle(&t);
-    g_assert_false(rnic_read_cqe(&t, ring, 3, 0, &e));
+    qrnic_wr(&t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qpn, 1));
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 3, 0, &e));
     /* Busy while the QP uses it. */
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq)),
                     ==, RNIC_CMD_ERR_HANDLE);
     sq.srqn = cpu_to_le32(srqn);
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq)),
                     ==, RNIC_CMD_ERR_BUSY);
     q.qpn = cpu_to_le32(qpn);
-    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &q, sizeof(q));
-    rnic_cmd_ok(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq));
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &q, sizeof(q));
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_SRQ, &sq, sizeof(sq));
     /* Its depth is max-srq-wrs' (4096), not max-qp-wrs' (2048). */
     sq.log_size = 12;
     sq.ring_addr = cpu_to_le64(guest_alloc(t.alloc, RNIC_RQ_WQE_SIZE << 13));
-    rnic_cmd_ok(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq));
+    qrnic_cmd_ok(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq));
     sq.log_size = 13;
-    g_assert_cmphex(rnic_cmd_status(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq)),
+    g_assert_cmphex(qrnic_cmd_status(&t, RNIC_CMD_CREATE_SRQ, &sq, sizeof(sq)),
                     ==, RNIC_CMD_ERR_PARAM);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /* The device is not migratable (docs/spec.md "Migration"). */
 static void test_migration_blocked(void)
 {
-    RnicTest t;
+    QRnic t;
     QDict *r;
 
-    rnic_test_start(&t, NULL);
+    qrnic_test_start(&t, NULL);
     r = qtest_qmp(t.qts, "{'execute': 'migrate', 'arguments': {"
                   "'uri': 'exec:cat > /dev/null'}}");
     g_assert_true(qdict_haskey(r, "error"));
     g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(r, "error"),
                                           "desc"), "rnic"));
     qobject_unref(r);
-    rnic_test_stop(&t);
+    qrnic_test_stop(&t);
 }
 
 /* With bus mastering off the device reaches no guest memory at all. */
@@ -1020,29 +1020,29 @@ static void test_bus_master_off(void)
 {
     struct rnic_cmd cmd = { .opcode = RNIC_CMD_CREATE_PD };
     uint16_t pcicmd;
-    RnicTest t;
+    QRnic t;
 
-    rnic_test_start(&t, NULL);
-    rnic_test_enable(&t);
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
     pcicmd = qpci_config_readw(t.dev, PCI_COMMAND);
     qpci_config_writew(t.dev, PCI_COMMAND, pcicmd & ~PCI_COMMAND_MASTER);
     cmd.status = cpu_to_le16(RNIC_CMD_STATUS_PENDING);
     qtest_memwrite(t.qts, t.cmdq, &cmd, sizeof(cmd));
-    rnic_wr(&t, RNIC_REG_CMDQ_PROD, 1);
-    rnic_settle(&t);
-    g_assert_cmphex(rnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==,
+    qrnic_wr(&t, RNIC_REG_CMDQ_PROD, 1);
+    qrnic_settle(&t);
+    g_assert_cmphex(qrnic_rd(&t, RNIC_REG_STATUS) & RNIC_STATUS_FATAL, ==,
                     RNIC_STATUS_FATAL);
-    g_assert_cmpuint(rnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, 0);
+    g_assert_cmpuint(qrnic_rd(&t, RNIC_REG_CMDQ_CONS), ==, 0);
     qtest_memread(t.qts, t.cmdq, &cmd, sizeof(cmd));
     g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_STATUS_PENDING);
     /* FATAL holds until a reset; then the device works again. */
     qpci_config_writew(t.dev, PCI_COMMAND, pcicmd);
-    rnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
+    qrnic_wr(&t, RNIC_REG_CONTROL, RNIC_CONTROL_RESET);
     t.cmd_prod = 0;
     t.eq_cons = 0;
-    rnic_test_enable(&t);
-    g_assert_cmpuint(rnic_create_pd(&t), !=, 0);
-    rnic_test_stop(&t);
+    qrnic_test_enable(&t);
+    g_assert_cmpuint(qrnic_create_pd(&t), !=, 0);
+    qrnic_test_stop(&t);
 }
 
 int main(int argc, char **argv)
@@ -1055,8 +1055,8 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/regs/state-any-ring-regs", test_state_any_ring_regs);
     qtest_add_func("/rnic/cmd/query-device", test_query_device);
     qtest_add_func("/rnic/cmd/bad-opcode", test_bad_opcode);
-    rnic_test_add_both("/rnic/cmd/abi-version", test_abi_version);
-    rnic_test_add_both("/rnic/verbs/alloc-mr", test_alloc_mr_params);
+    qrnic_test_add_both("/rnic/cmd/abi-version", test_abi_version);
+    qrnic_test_add_both("/rnic/verbs/alloc-mr", test_alloc_mr_params);
     qtest_add_func("/rnic/cmd/unreadable-ring", test_unreadable_cmdq_is_fatal);
     qtest_add_func("/rnic/cmd/prod-far-ahead", test_cmdq_prod_far_ahead);
     qtest_add_func("/rnic/verbs/pd", test_pd);
@@ -1064,18 +1064,18 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/verbs/reg-mr-bad-page-list",
                    test_reg_mr_bad_page_list);
     qtest_add_func("/rnic/verbs/cq-qp", test_cq_qp_lifecycle);
-    rnic_test_add_both("/rnic/wq/flush", test_flush_to_guest_cq);
-    rnic_test_add_both("/rnic/wq/flushed-recv-links-nothing",
-                       test_flushed_recv_links_nothing);
-    rnic_test_add_both("/rnic/wq/doorbell-burst", test_doorbell_burst);
-    rnic_test_add_both("/rnic/wq/doorbell-pages", test_doorbell_pages);
-    rnic_test_add_both("/rnic/wq/arm-with-waiting-completions",
-                       test_arm_with_waiting_completions);
+    qrnic_test_add_both("/rnic/wq/flush", test_flush_to_guest_cq);
+    qrnic_test_add_both("/rnic/wq/flushed-recv-links-nothing",
+                        test_flushed_recv_links_nothing);
+    qrnic_test_add_both("/rnic/wq/doorbell-burst", test_doorbell_burst);
+    qrnic_test_add_both("/rnic/wq/doorbell-pages", test_doorbell_pages);
+    qrnic_test_add_both("/rnic/wq/arm-with-waiting-completions",
+                        test_arm_with_waiting_completions);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
     qtest_add_func("/rnic/sock-buf-bounds", test_sock_buf_bounds);
     qtest_add_func("/rnic/verbs/srq", test_srq);
     qtest_add_func("/rnic/migration-blocked", test_migration_blocked);
-    rnic_test_add_both("/rnic/bus-master-off", test_bus_master_off);
+    qrnic_test_add_both("/rnic/bus-master-off", test_bus_master_off);
     return g_test_run();
 }

@@ -10,15 +10,15 @@
 #include "rnic.h"
 
 
-typedef struct RnicFind {
+typedef struct QRnicFind {
     int want, seen;
     QPCIDevice *dev;
-} RnicFind;
+} QRnicFind;
 
 /* Keeps the @want'th rnic on the bus. */
-static void rnic_find(QPCIDevice *dev, int devfn, void *data)
+static void qrnic_find(QPCIDevice *dev, int devfn, void *data)
 {
-    RnicFind *f = data;
+    QRnicFind *f = data;
 
     if (f->seen++ == f->want) {
         f->dev = dev;
@@ -27,17 +27,17 @@ static void rnic_find(QPCIDevice *dev, int devfn, void *data)
     }
 }
 
-uint32_t rnic_rd(RnicTest *t, uint32_t reg)
+uint32_t qrnic_rd(QRnic *t, uint32_t reg)
 {
     return qpci_io_readl(t->dev, t->regs, reg);
 }
 
-void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val)
+void qrnic_wr(QRnic *t, uint32_t reg, uint32_t val)
 {
     qpci_io_writel(t->dev, t->regs, reg, val);
 }
 
-static uint64_t rnic_udb_off(RnicTest *t, uint32_t page, uint32_t reg)
+static uint64_t qrnic_udb_off(QRnic *t, uint32_t page, uint32_t reg)
 {
     if (!t->udb_size) {
         t->udb_bar = qpci_iomap(t->dev, RNIC_BAR_UDB, &t->udb_size);
@@ -45,25 +45,25 @@ static uint64_t rnic_udb_off(RnicTest *t, uint32_t page, uint32_t reg)
     return (uint64_t)page * RNIC_UDB_PAGE_SIZE + reg;
 }
 
-void rnic_udb_wr(RnicTest *t, uint32_t page, uint32_t reg, uint32_t val)
+void qrnic_udb_wr(QRnic *t, uint32_t page, uint32_t reg, uint32_t val)
 {
-    uint64_t off = rnic_udb_off(t, page, reg);
+    uint64_t off = qrnic_udb_off(t, page, reg);
 
     qpci_io_writel(t->dev, t->udb_bar, off, val);
 }
 
-uint32_t rnic_udb_rd(RnicTest *t, uint32_t page, uint32_t reg)
+uint32_t qrnic_udb_rd(QRnic *t, uint32_t page, uint32_t reg)
 {
-    uint64_t off = rnic_udb_off(t, page, reg);
+    uint64_t off = qrnic_udb_off(t, page, reg);
 
     return qpci_io_readl(t->dev, t->udb_bar, off);
 }
 
 /*
  * Unmask every MSI-X vector and point it at a word of guest memory, so that
- * an interrupt shows up as RNIC_TEST_MSI_MAGIC | vector written there.
+ * an interrupt shows up as QRNIC_MSI_MAGIC | vector written there.
  */
-void rnic_msix_setup(RnicTest *t)
+void qrnic_msix_setup(QRnic *t)
 {
     qpci_msix_enable(t->dev);
     t->msi_mem = guest_alloc(t->alloc, 4 * RNIC_MSIX_VECTORS);
@@ -76,18 +76,18 @@ void rnic_msix_setup(RnicTest *t)
         qpci_io_writel(t->dev, t->dev->msix_table_bar,
                        e + PCI_MSIX_ENTRY_UPPER_ADDR, 0);
         qpci_io_writel(t->dev, t->dev->msix_table_bar,
-                       e + PCI_MSIX_ENTRY_DATA, RNIC_TEST_MSI_MAGIC | v);
+                       e + PCI_MSIX_ENTRY_DATA, QRNIC_MSI_MAGIC | v);
         qpci_io_writel(t->dev, t->dev->msix_table_bar,
                        e + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
     }
 }
 
 /* True once vector @v has fired since the last call; re-arms the word. */
-bool rnic_msix_fired(RnicTest *t, int v)
+bool qrnic_msix_fired(QRnic *t, int v)
 {
     uint32_t word = qtest_readl(t->qts, t->msi_mem + 4 * v);
 
-    if (word == (RNIC_TEST_MSI_MAGIC | v)) {
+    if (word == (QRNIC_MSI_MAGIC | v)) {
         qtest_writel(t->qts, t->msi_mem + 4 * v, 0);
         return true;
     }
@@ -95,7 +95,7 @@ bool rnic_msix_fired(RnicTest *t, int v)
     return false;
 }
 
-static void rnic_test_use(RnicTest *t, QPCIDevice *dev)
+static void qrnic_test_use(QRnic *t, QPCIDevice *dev)
 {
     g_assert_nonnull(dev);
     t->dev = dev;
@@ -103,24 +103,24 @@ static void rnic_test_use(RnicTest *t, QPCIDevice *dev)
     t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
 }
 
-static void rnic_test_open(RnicTest *t, int index)
+static void qrnic_test_open(QRnic *t, int index)
 {
-    RnicFind f = { .want = index };
+    QRnicFind f = { .want = index };
 
     qpci_device_foreach(t->bus, RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID,
-                        rnic_find, &f);
-    rnic_test_use(t, f.dev);
+                        qrnic_find, &f);
+    qrnic_test_use(t, f.dev);
 }
 
-bool rnic_test_iothread;
+bool qrnic_test_iothread;
 
-/* With rnic_test_iothread: one IOThread, every rnic device on it. */
-static char *rnic_test_args(const char *args)
+/* With qrnic_test_iothread: one IOThread, every rnic device on it. */
+static char *qrnic_test_args(const char *args)
 {
     g_auto(GStrv) parts = NULL;
     g_autofree char *joined = NULL;
 
-    if (!rnic_test_iothread) {
+    if (!qrnic_test_iothread) {
         return g_strdup(args);
     }
     parts = g_strsplit(args, "-device rnic", -1);
@@ -128,9 +128,9 @@ static char *rnic_test_args(const char *args)
     return g_strdup_printf("-object iothread,id=rnicio %s", joined);
 }
 
-static void rnic_test_init(RnicTest *t, const char *args)
+static void qrnic_test_init(QRnic *t, const char *args)
 {
-    g_autofree char *full = rnic_test_args(args);
+    g_autofree char *full = qrnic_test_args(args);
 
     memset(t, 0, sizeof(*t));
     t->owner = true;
@@ -143,16 +143,16 @@ static void rnic_test_init(RnicTest *t, const char *args)
 /* glib 2.68 has it: QEMU's minimum is older, Debian 12 has 2.74. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static const char *rnic_test_path(void)
+static const char *qrnic_test_path(void)
 {
     return g_test_get_path();
 }
 #pragma GCC diagnostic pop
 
 /* "DIR/x86_64-rnic-dp-send-a" for test /x86_64/rnic/dp/send, device a. */
-static char *rnic_capture_base(const char *id)
+static char *qrnic_capture_base(const char *id)
 {
-    g_autofree char *name = g_strdup(rnic_test_path() + 1);
+    g_autofree char *name = g_strdup(qrnic_test_path() + 1);
 
     g_strdelimit(name, "/", '-');
     return g_strdup_printf("%s/%s-%s", getenv("RNIC_QTEST_CAPTURE"), name,
@@ -164,8 +164,8 @@ static char *rnic_capture_base(const char *id)
  * id (one is added when the options name none); "" without
  * RNIC_QTEST_CAPTURE.
  */
-static char *rnic_capture_opts(char **cap_id, const char *extra,
-                               const char *fixed_id)
+static char *qrnic_capture_opts(char **cap_id, const char *extra,
+                                const char *fixed_id)
 {
     const char *idp = extra ? strstr(extra, "id=") : NULL;
     g_autofree char *base = NULL;
@@ -175,7 +175,7 @@ static char *rnic_capture_opts(char **cap_id, const char *extra,
     }
     *cap_id = fixed_id ? g_strdup(fixed_id) :
               idp ? g_strndup(idp + 3, strcspn(idp + 3, ",")) : NULL;
-    base = rnic_capture_base(*cap_id ? *cap_id : "cap");
+    base = qrnic_capture_base(*cap_id ? *cap_id : "cap");
     if (!*cap_id) {
         *cap_id = g_strdup("cap");
         return g_strdup_printf(",id=cap,capture=%s.pcapng", base);
@@ -184,11 +184,11 @@ static char *rnic_capture_opts(char **cap_id, const char *extra,
 }
 
 /* Stops the capture (the file is complete) and writes the counters. */
-static void rnic_capture_finish(RnicTest *t)
+static void qrnic_capture_finish(QRnic *t)
 {
     g_autofree char *path = g_strdup_printf("/machine/peripheral/%s",
                                             t->cap_id);
-    g_autofree char *base = rnic_capture_base(t->cap_id);
+    g_autofree char *base = qrnic_capture_base(t->cap_id);
     g_autofree char *file = g_strdup_printf("%s.stats", base);
     GString *out = g_string_new(NULL);
     QDict *r;
@@ -208,7 +208,7 @@ static void rnic_capture_finish(RnicTest *t)
         if (g_str_has_prefix(name, "stat-") &&
             !strcmp(qdict_get_str(p, "type"), "uint64")) {
             g_string_append_printf(out, "%s %" PRIu64 "\n", name,
-                                   rnic_qom_int(t, t->cap_id, name));
+                                   qrnic_qom_int(t, t->cap_id, name));
         }
     }
     qobject_unref(r);
@@ -218,16 +218,16 @@ static void rnic_capture_finish(RnicTest *t)
     t->cap_id = NULL;
 }
 
-void rnic_test_start(RnicTest *t, const char *extra)
+void qrnic_test_start(QRnic *t, const char *extra)
 {
     g_autofree char *cap_id = NULL;
-    g_autofree char *cap = rnic_capture_opts(&cap_id, extra, NULL);
+    g_autofree char *cap = qrnic_capture_opts(&cap_id, extra, NULL);
     g_autofree char *args = g_strdup_printf("-device rnic%s%s",
                                             extra ? extra : "", cap);
 
-    rnic_test_init(t, args);
+    qrnic_test_init(t, args);
     t->cap_id = g_steal_pointer(&cap_id);
-    rnic_test_open(t, 0);
+    qrnic_test_open(t, 0);
 }
 
 /*
@@ -235,16 +235,16 @@ void rnic_test_start(RnicTest *t, const char *extra)
  * window: do it as firmware would, so the device behind it is reachable
  * (bus 1; libqos puts BARs at 0xe0000000 and up), and turn on ECAM.
  */
-void rnic_test_start_in_slot(RnicTest *t, const char *extra)
+void qrnic_test_start_in_slot(QRnic *t, const char *extra)
 {
     g_autofree char *args = g_strdup_printf(
         "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
         "-device pcie-root-port,id=rp0,bus=pcie.0,addr=0x%x,chassis=1 "
-        "-device rnic,bus=rp0%s", RNIC_TEST_PORT_SLOT, extra ? extra : "");
+        "-device rnic,bus=rp0%s", QRNIC_PORT_SLOT, extra ? extra : "");
     QPCIDevice *mch;
 
-    rnic_test_init(t, args);
-    t->port = qpci_device_find(t->bus, QPCI_DEVFN(RNIC_TEST_PORT_SLOT, 0));
+    qrnic_test_init(t, args);
+    t->port = qpci_device_find(t->bus, QPCI_DEVFN(QRNIC_PORT_SLOT, 0));
     g_assert_nonnull(t->port);
     qpci_config_writeb(t->port, PCI_PRIMARY_BUS, 0);
     qpci_config_writeb(t->port, PCI_SECONDARY_BUS, 1);
@@ -254,54 +254,54 @@ void rnic_test_start_in_slot(RnicTest *t, const char *extra)
     qpci_config_writew(t->port, PCI_COMMAND,
                        PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
     mch = qpci_device_find(t->bus, QPCI_DEVFN(0, 0));
-    qpci_config_writel(mch, RNIC_TEST_MCH_PCIEXBAR, RNIC_TEST_ECAM | 1);
-    qpci_config_writel(mch, RNIC_TEST_MCH_PCIEXBAR + 4, 0);
+    qpci_config_writel(mch, QRNIC_MCH_PCIEXBAR, QRNIC_ECAM | 1);
+    qpci_config_writel(mch, QRNIC_MCH_PCIEXBAR + 4, 0);
     g_free(mch);
     /* Bus 1 in libqos's devfn: the bus number sits above the 8 bits. */
-    rnic_test_use(t, qpci_device_find(t->bus, 1 << 8 | QPCI_DEVFN(0, 0)));
+    qrnic_test_use(t, qpci_device_find(t->bus, 1 << 8 | QPCI_DEVFN(0, 0)));
 }
 
-uint64_t rnic_test_port_ecam(RnicTest *t)
+uint64_t qrnic_test_port_ecam(QRnic *t)
 {
-    return RNIC_TEST_ECAM + ((uint64_t)QPCI_DEVFN(RNIC_TEST_PORT_SLOT, 0)
-                             << 12);
+    return QRNIC_ECAM + ((uint64_t)QPCI_DEVFN(QRNIC_PORT_SLOT, 0)
+                         << 12);
 }
 
 /* The device's own, on bus 1 below the port. */
-uint64_t rnic_test_dev_ecam(RnicTest *t)
+uint64_t qrnic_test_dev_ecam(QRnic *t)
 {
-    return RNIC_TEST_ECAM + (1ull << 20);
+    return QRNIC_ECAM + (1ull << 20);
 }
 
-void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
-                          const char *extra_b)
+void qrnic_test_start_pair(QRnic *a, QRnic *b, const char *extra_a,
+                           const char *extra_b)
 {
-    rnic_test_start_pair_on(a, b, "", extra_a, extra_b);
+    qrnic_test_start_pair_on(a, b, "", extra_a, extra_b);
 }
 
-void rnic_test_start_pair_on(RnicTest *a, RnicTest *b, const char *machine,
-                             const char *extra_a, const char *extra_b)
+void qrnic_test_start_pair_on(QRnic *a, QRnic *b, const char *machine,
+                              const char *extra_a, const char *extra_b)
 {
     g_autofree char *id_a = NULL, *id_b = NULL;
-    g_autofree char *cap_a = rnic_capture_opts(&id_a, NULL, "a");
-    g_autofree char *cap_b = rnic_capture_opts(&id_b, NULL, "b");
+    g_autofree char *cap_a = qrnic_capture_opts(&id_a, NULL, "a");
+    g_autofree char *cap_b = qrnic_capture_opts(&id_b, NULL, "b");
     g_autofree char *args = g_strdup_printf(
         "%s -device rnic,id=a%s%s -device rnic,id=b%s%s", machine,
         extra_a ? extra_a : "", cap_a, extra_b ? extra_b : "", cap_b);
 
-    rnic_test_init(a, args);
+    qrnic_test_init(a, args);
     memset(b, 0, sizeof(*b));
     a->cap_id = g_steal_pointer(&id_a);
     b->cap_id = g_steal_pointer(&id_b);
     b->qts = a->qts;
     b->alloc = a->alloc;
     b->bus = a->bus;
-    rnic_test_open(a, 0);
-    rnic_test_open(b, 1);
+    qrnic_test_open(a, 0);
+    qrnic_test_open(b, 1);
 }
 
 /* After a system reset: BARs and MSI-X are gone, map them again. */
-void rnic_test_after_reset(RnicTest *t)
+void qrnic_test_after_reset(QRnic *t)
 {
     qpci_device_enable(t->dev);
     t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
@@ -311,33 +311,33 @@ void rnic_test_after_reset(RnicTest *t)
 }
 
 /* Program both rings and enable the device, as a driver's probe does. */
-void rnic_test_enable(RnicTest *t)
+void qrnic_test_enable(QRnic *t)
 {
     size_t eq_bytes;
 
-    t->eq_log = t->eq_log ?: RNIC_TEST_EQ_LOG;
+    t->eq_log = t->eq_log ?: QRNIC_EQ_LOG;
     eq_bytes = MAX(4096, (size_t)RNIC_EVENT_SIZE << t->eq_log);
-    rnic_msix_setup(t);
+    qrnic_msix_setup(t);
     t->cmdq = guest_alloc(t->alloc, 4096);
     t->eq = guest_alloc(t->alloc, eq_bytes);
     g_assert_cmphex(t->cmdq & 0xfff, ==, 0);
     g_assert_cmphex(t->eq & 0xfff, ==, 0);
     qtest_memset(t->qts, t->eq, 0, eq_bytes);
-    rnic_wr(t, RNIC_REG_CMDQ_BASE_LO, t->cmdq);
-    rnic_wr(t, RNIC_REG_CMDQ_BASE_HI, t->cmdq >> 32);
-    rnic_wr(t, RNIC_REG_CMDQ_LOG_SIZE, RNIC_TEST_CMDQ_LOG);
-    rnic_wr(t, RNIC_REG_EQ_BASE_LO, t->eq);
-    rnic_wr(t, RNIC_REG_EQ_BASE_HI, t->eq >> 32);
-    rnic_wr(t, RNIC_REG_EQ_LOG_SIZE, t->eq_log);
-    rnic_wr(t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
-    g_assert_cmphex(rnic_rd(t, RNIC_REG_STATUS) & RNIC_STATUS_READY, ==,
+    qrnic_wr(t, RNIC_REG_CMDQ_BASE_LO, t->cmdq);
+    qrnic_wr(t, RNIC_REG_CMDQ_BASE_HI, t->cmdq >> 32);
+    qrnic_wr(t, RNIC_REG_CMDQ_LOG_SIZE, QRNIC_CMDQ_LOG);
+    qrnic_wr(t, RNIC_REG_EQ_BASE_LO, t->eq);
+    qrnic_wr(t, RNIC_REG_EQ_BASE_HI, t->eq >> 32);
+    qrnic_wr(t, RNIC_REG_EQ_LOG_SIZE, t->eq_log);
+    qrnic_wr(t, RNIC_REG_CONTROL, RNIC_CONTROL_ENABLE);
+    g_assert_cmphex(qrnic_rd(t, RNIC_REG_STATUS) & RNIC_STATUS_READY, ==,
                     RNIC_STATUS_READY);
 }
 
-void rnic_test_stop(RnicTest *t)
+void qrnic_test_stop(QRnic *t)
 {
     if (t->cap_id) {
-        rnic_capture_finish(t);
+        qrnic_capture_finish(t);
     }
     qpci_iounmap(t->dev, t->regs);
     if (t->udb_size) {
@@ -354,10 +354,10 @@ void rnic_test_stop(RnicTest *t)
 }
 
 /* Posts one command, waits for its status and returns the slot. */
-struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
-                         const void *payload, size_t len)
+struct rnic_cmd qrnic_cmd(QRnic *t, uint8_t opcode,
+                          const void *payload, size_t len)
 {
-    uint64_t slot = t->cmdq + (t->cmd_prod & ((1u << RNIC_TEST_CMDQ_LOG) - 1)) *
+    uint64_t slot = t->cmdq + (t->cmd_prod & ((1u << QRNIC_CMDQ_LOG) - 1)) *
                     RNIC_CMD_SIZE;
     struct rnic_cmd cmd = {
         .opcode = opcode,
@@ -365,7 +365,7 @@ struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
         .status = cpu_to_le16(RNIC_CMD_STATUS_PENDING),
         .cookie = cpu_to_le32(0xc0ffee00 | t->cmd_prod),
     };
-    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+    gint64 end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
     bool fired = false;
 
     g_assert_cmpuint(len, <=, sizeof(cmd.u));
@@ -373,7 +373,7 @@ struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
         memcpy(cmd.u.raw, payload, len);
     }
     qtest_memwrite(t->qts, slot, &cmd, sizeof(cmd));
-    rnic_wr(t, RNIC_REG_CMDQ_PROD, ++t->cmd_prod);
+    qrnic_wr(t, RNIC_REG_CMDQ_PROD, ++t->cmd_prod);
     /*
      * Done when the status is written and the interrupt came.  On an
      * IOThread the main loop sends the interrupt after the status is in
@@ -381,7 +381,7 @@ struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
      * read, and be seen here: the status decides, not the interrupt.
      */
     for (;;) {
-        fired |= rnic_msix_fired(t, RNIC_MSIX_VEC_ADMIN);
+        fired |= qrnic_msix_fired(t, RNIC_MSIX_VEC_ADMIN);
         qtest_memread(t->qts, slot, &cmd, sizeof(cmd));
         if (fired && le16_to_cpu(cmd.status) != RNIC_CMD_STATUS_PENDING) {
             break;
@@ -389,17 +389,17 @@ struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode,
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         qtest_clock_step(t->qts, 10000);
     }
-    g_assert_cmpuint(rnic_rd(t, RNIC_REG_CMDQ_CONS), ==, t->cmd_prod);
+    g_assert_cmpuint(qrnic_rd(t, RNIC_REG_CMDQ_CONS), ==, t->cmd_prod);
     g_assert_cmphex(le32_to_cpu(cmd.cookie), ==,
                     0xc0ffee00 | (t->cmd_prod - 1));
     return cmd;
 }
 
 /* Writes a command into the next slot without ringing the doorbell. */
-void rnic_cmd_queue(RnicTest *t, uint8_t opcode, const void *payload,
-                    size_t len)
+void qrnic_cmd_queue(QRnic *t, uint8_t opcode, const void *payload,
+                     size_t len)
 {
-    uint64_t slot = t->cmdq + (t->cmd_prod & ((1u << RNIC_TEST_CMDQ_LOG) - 1)) *
+    uint64_t slot = t->cmdq + (t->cmd_prod & ((1u << QRNIC_CMDQ_LOG) - 1)) *
                     RNIC_CMD_SIZE;
     struct rnic_cmd cmd = {
         .opcode = opcode,
@@ -413,31 +413,31 @@ void rnic_cmd_queue(RnicTest *t, uint8_t opcode, const void *payload,
 }
 
 /* Runs a command that must succeed. */
-struct rnic_cmd rnic_cmd_ok(RnicTest *t, uint8_t opcode,
-                            const void *payload, size_t len)
+struct rnic_cmd qrnic_cmd_ok(QRnic *t, uint8_t opcode,
+                             const void *payload, size_t len)
 {
-    struct rnic_cmd cmd = rnic_cmd(t, opcode, payload, len);
+    struct rnic_cmd cmd = qrnic_cmd(t, opcode, payload, len);
 
     g_assert_cmphex(le16_to_cpu(cmd.status), ==, RNIC_CMD_OK);
     return cmd;
 }
 
-uint16_t rnic_cmd_status(RnicTest *t, uint8_t opcode,
-                         const void *payload, size_t len)
+uint16_t qrnic_cmd_status(QRnic *t, uint8_t opcode,
+                          const void *payload, size_t len)
 {
-    return le16_to_cpu(rnic_cmd(t, opcode, payload, len).status);
+    return le16_to_cpu(qrnic_cmd(t, opcode, payload, len).status);
 }
 
-uint32_t rnic_create_pd(RnicTest *t)
+uint32_t qrnic_create_pd(QRnic *t)
 {
-    struct rnic_cmd cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_PD, NULL, 0);
+    struct rnic_cmd cmd = qrnic_cmd_ok(t, RNIC_CMD_CREATE_PD, NULL, 0);
 
     return le32_to_cpu(((struct rnic_cmd_pd *)cmd.u.raw)->pdn);
 }
 
 /* A CQ of 2^log entries on @vector; returns the cqn, the ring in *ring. */
-uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
-                        uint64_t *ring)
+uint32_t qrnic_create_cq(QRnic *t, uint8_t log, uint8_t vector,
+                         uint64_t *ring)
 {
     struct rnic_cmd_cq p = {
         .log_size = log,
@@ -449,15 +449,15 @@ uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
     *ring = guest_alloc(t->alloc, MAX(4096, RNIC_CQE_SIZE << log));
     qtest_memset(t->qts, *ring, 0, RNIC_CQE_SIZE << log);
     p.ring_addr = cpu_to_le64(*ring);
-    cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_CQ, &p, sizeof(p));
+    cmd = qrnic_cmd_ok(t, RNIC_CMD_CREATE_CQ, &p, sizeof(p));
     return le32_to_cpu(((struct rnic_cmd_cq *)cmd.u.raw)->cqn);
 }
 
 
-static uint16_t rnic_create_qp_rings(RnicTest *t, uint32_t pdn, uint32_t scq,
-                                     uint32_t rcq, uint32_t srqn, uint8_t log,
-                                     uint16_t flags, uint64_t sq, uint64_t rq,
-                                     RnicTestQp *qp)
+static uint16_t qrnic_create_qp_rings(QRnic *t, uint32_t pdn, uint32_t scq,
+                                      uint32_t rcq, uint32_t srqn, uint8_t log,
+                                      uint16_t flags, uint64_t sq, uint64_t rq,
+                                      QRnicQp *qp)
 {
     struct rnic_cmd_qp p = {
         .flags = cpu_to_le16(flags),
@@ -477,61 +477,80 @@ static uint16_t rnic_create_qp_rings(RnicTest *t, uint32_t pdn, uint32_t scq,
     qp->log = log;
     qp->sq = sq;
     qp->rq = rq;
-    cmd = rnic_cmd(t, RNIC_CMD_CREATE_QP, &p, sizeof(p));
+    cmd = qrnic_cmd(t, RNIC_CMD_CREATE_QP, &p, sizeof(p));
     qp->qpn = le32_to_cpu(((struct rnic_cmd_qp *)cmd.u.raw)->qpn);
     return le16_to_cpu(cmd.status);
 }
 
-uint16_t rnic_create_qp_at(RnicTest *t, uint32_t pdn, uint32_t scq,
-                           uint32_t rcq, uint8_t log, uint64_t sq,
-                           uint64_t rq, RnicTestQp *qp)
+uint16_t qrnic_create_qp_at(QRnic *t, uint32_t pdn, uint32_t scq,
+                            uint32_t rcq, uint8_t log, uint64_t sq,
+                            uint64_t rq, QRnicQp *qp)
 {
-    return rnic_create_qp_rings(t, pdn, scq, rcq, RNIC_NO_SRQ, log, 0, sq,
-                                rq, qp);
+    return qrnic_create_qp_rings(t, pdn, scq, rcq, RNIC_NO_SRQ, log, 0, sq,
+                                 rq, qp);
 }
 
-uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
-                            uint32_t rcq, uint8_t log, RnicTestQp *qp)
+uint16_t qrnic_try_create_qp(QRnic *t, uint32_t pdn, uint32_t scq,
+                             uint32_t rcq, uint8_t log, QRnicQp *qp)
 {
-    return rnic_try_create_qp_srq(t, pdn, scq, rcq, RNIC_NO_SRQ, log, qp);
+    return qrnic_try_create_qp_srq(t, pdn, scq, rcq, RNIC_NO_SRQ, log, qp);
 }
 
-uint16_t rnic_try_create_qp_srq(RnicTest *t, uint32_t pdn, uint32_t scq,
-                                uint32_t rcq, uint32_t srqn, uint8_t log,
-                                RnicTestQp *qp)
+uint16_t qrnic_try_create_qp_srq(QRnic *t, uint32_t pdn, uint32_t scq,
+                                 uint32_t rcq, uint32_t srqn, uint8_t log,
+                                 QRnicQp *qp)
 {
-    return rnic_try_create_qp_flags(t, pdn, scq, rcq, srqn, log, 0, qp);
+    return qrnic_try_create_qp_flags(t, pdn, scq, rcq, srqn, log, 0, qp);
 }
 
-uint16_t rnic_try_create_qp_flags(RnicTest *t, uint32_t pdn, uint32_t scq,
-                                  uint32_t rcq, uint32_t srqn, uint8_t log,
-                                  uint16_t flags, RnicTestQp *qp)
+uint16_t qrnic_try_create_qp_flags(QRnic *t, uint32_t pdn, uint32_t scq,
+                                   uint32_t rcq, uint32_t srqn, uint8_t log,
+                                   uint16_t flags, QRnicQp *qp)
 {
     uint64_t sq = guest_alloc(t->alloc, MAX(4096, RNIC_SQ_WQE_SIZE << log));
     uint64_t rq = guest_alloc(t->alloc, MAX(4096, RNIC_RQ_WQE_SIZE << log));
 
-    return rnic_create_qp_rings(t, pdn, scq, rcq, srqn, log, flags, sq, rq,
-                                qp);
+    return qrnic_create_qp_rings(t, pdn, scq, rcq, srqn, log, flags, sq, rq,
+                                 qp);
 }
 
-void rnic_post_recv(RnicTest *t, RnicTestQp *qp,
-                    const struct rnic_rq_wqe *w)
+struct rnic_wqe_sge qrnic_sge(uint32_t stag, uint64_t addr, uint32_t len)
+{
+    return (struct rnic_wqe_sge) {
+        .addr = cpu_to_le64(addr),
+        .length = cpu_to_le32(len),
+        .stag = cpu_to_le32(stag),
+    };
+}
+
+void qrnic_fill(QTestState *qts, uint64_t gpa, uint32_t len, uint8_t seed)
+{
+    g_autofree uint8_t *p = g_malloc(len);
+
+    for (uint32_t i = 0; i < len; i++) {
+        p[i] = seed + i * 7;
+    }
+    qtest_memwrite(qts, gpa, p, len);
+}
+
+void qrnic_post_recv(QRnic *t, QRnicQp *qp,
+                     const struct rnic_rq_wqe *w)
 {
     uint64_t slot = qp->rq + (qp->rq_prod & ((1u << qp->log) - 1)) *
                     RNIC_RQ_WQE_SIZE;
 
     qtest_memwrite(t->qts, slot, w, sizeof(*w));
-    rnic_wr(t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp->qpn, ++qp->rq_prod));
+    qrnic_wr(t, RNIC_REG_DB_RQ, RNIC_DB_VALUE(qp->qpn, ++qp->rq_prod));
 }
 
-void rnic_post_send(RnicTest *t, RnicTestQp *qp,
-                    const struct rnic_sq_wqe *w)
+void qrnic_post_send(QRnic *t, QRnicQp *qp,
+                     const struct rnic_sq_wqe *w)
 {
-    rnic_post_sends(t, qp, w, 1);
+    qrnic_post_sends(t, qp, w, 1);
 }
 
-void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
-                          uint16_t expect)
+void qrnic_modify_qp_state(QRnic *t, uint32_t qpn, uint8_t state,
+                           uint16_t expect)
 {
     struct rnic_cmd_modify_qp m = {
         .qpn = cpu_to_le32(qpn),
@@ -539,14 +558,14 @@ void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
         .state = state,
     };
 
-    g_assert_cmphex(rnic_cmd_status(t, RNIC_CMD_MODIFY_QP, &m, sizeof(m)),
+    g_assert_cmphex(qrnic_cmd_status(t, RNIC_CMD_MODIFY_QP, &m, sizeof(m)),
                     ==, expect);
 }
 
-uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn)
+uint8_t qrnic_query_qp_state(QRnic *t, uint32_t qpn)
 {
     struct rnic_cmd_query_qp q = { .qpn = cpu_to_le32(qpn) };
-    struct rnic_cmd cmd = rnic_cmd_ok(t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
+    struct rnic_cmd cmd = qrnic_cmd_ok(t, RNIC_CMD_QUERY_QP, &q, sizeof(q));
 
     return ((struct rnic_cmd_query_qp *)cmd.u.raw)->state;
 }
@@ -556,8 +575,8 @@ uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn)
  * one doorbell, as a driver posting a batch would (fewer qtest round
  * trips for the benches).
  */
-void rnic_post_sends(RnicTest *t, RnicTestQp *qp,
-                     const struct rnic_sq_wqe *w, uint32_t n)
+void qrnic_post_sends(QRnic *t, QRnicQp *qp,
+                      const struct rnic_sq_wqe *w, uint32_t n)
 {
     uint32_t size = 1u << qp->log;
 
@@ -570,12 +589,12 @@ void rnic_post_sends(RnicTest *t, RnicTestQp *qp,
         done += run;
     }
     qp->sq_prod += n;
-    rnic_wr(t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qp->qpn, qp->sq_prod));
+    qrnic_wr(t, RNIC_REG_DB_SQ, RNIC_DB_VALUE(qp->qpn, qp->sq_prod));
 }
 
 /* Reads CQ entry @index if the device has written it (phase check). */
-bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log,
-                   uint32_t index, struct rnic_cq_entry *e)
+bool qrnic_read_cqe(QRnic *t, uint64_t ring, uint8_t log,
+                    uint32_t index, struct rnic_cq_entry *e)
 {
     uint64_t addr = ring + (index & ((1u << log) - 1)) * RNIC_CQE_SIZE;
 
@@ -583,18 +602,18 @@ bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log,
     return e->phase == (((index >> log) & 1) ^ 1);
 }
 
-void rnic_wait_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t cqn,
-                   uint32_t *cons, struct rnic_cq_entry *e)
+void qrnic_wait_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t cqn,
+                    uint32_t *cons, struct rnic_cq_entry *e)
 {
-    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+    gint64 end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
 
-    while (!rnic_read_cqe(t, ring, log, *cons, e)) {
+    while (!qrnic_read_cqe(t, ring, log, *cons, e)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(500);
-        rnic_settle(t);
+        qrnic_settle(t);
     }
     ++*cons;
-    rnic_wr(t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, *cons));
+    qrnic_wr(t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, *cons));
 }
 
 /*
@@ -602,16 +621,16 @@ void rnic_wait_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t cqn,
  * qtest, in real time: give it a moment (tests that need a result for
  * sure poll for it).
  */
-void rnic_settle(RnicTest *t)
+void qrnic_settle(QRnic *t)
 {
     qtest_clock_step(t->qts, 1000);
-    if (rnic_test_iothread) {
+    if (qrnic_test_iothread) {
         g_usleep(20 * 1000);
     }
 }
 
 /* Reads the next event if the device has written one. */
-bool rnic_next_event(RnicTest *t, struct rnic_event *ev)
+bool qrnic_next_event(QRnic *t, struct rnic_event *ev)
 {
     uint64_t addr = t->eq + (t->eq_cons & ((1u << t->eq_log) - 1)) *
                     RNIC_EVENT_SIZE;
@@ -621,12 +640,12 @@ bool rnic_next_event(RnicTest *t, struct rnic_event *ev)
     if (ev->phase != phase) {
         return false;
     }
-    rnic_wr(t, RNIC_REG_EQ_CONS, ++t->eq_cons);
+    qrnic_wr(t, RNIC_REG_EQ_CONS, ++t->eq_cons);
     return true;
 }
 
-uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf,
-                     uint32_t len, uint32_t access, uint8_t key,
+uint16_t qrnic_reg_mr(QRnic *t, uint32_t pdn, uint64_t buf,
+                      uint32_t len, uint32_t access, uint8_t key,
                             uint32_t *stag)
 {
     uint32_t npages = (len + 4095) / 4096;
@@ -634,7 +653,7 @@ uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf,
     struct rnic_cmd_reg_mr p = {
         .pdn = cpu_to_le32(pdn),
         .access = cpu_to_le32(access),
-        .iova = cpu_to_le64(RNIC_TEST_MR_IOVA),
+        .iova = cpu_to_le64(QRNIC_MR_IOVA),
         .length = cpu_to_le64(len),
         .pbl_addr = cpu_to_le64(pbl),
         .npages = cpu_to_le32(npages),
@@ -647,24 +666,24 @@ uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf,
     for (uint32_t i = 0; i < npages; i++) {
         qtest_writeq(t->qts, pbl + 8 * i, buf + 4096 * i);
     }
-    cmd = rnic_cmd(t, RNIC_CMD_REG_MR, &p, sizeof(p));
+    cmd = qrnic_cmd(t, RNIC_CMD_REG_MR, &p, sizeof(p));
     *stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
     return le16_to_cpu(cmd.status);
 }
 
 
-void rnic_wait_event(RnicTest *t, struct rnic_event *ev)
+void qrnic_wait_event(QRnic *t, struct rnic_event *ev)
 {
-    gint64 end = g_get_monotonic_time() + RNIC_TEST_TIMEOUT_US;
+    gint64 end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
 
-    while (!rnic_next_event(t, ev)) {
+    while (!qrnic_next_event(t, ev)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(1000);
-        rnic_settle(t);
+        qrnic_settle(t);
     }
 }
 
-static QDict *rnic_qom_get(RnicTest *t, const char *id, const char *prop)
+static QDict *qrnic_qom_get(QRnic *t, const char *id, const char *prop)
 {
     g_autofree char *path = g_strdup_printf("/machine/peripheral/%s", id);
     QDict *r = qtest_qmp(t->qts, "{'execute': 'qom-get', 'arguments': {"
@@ -674,18 +693,18 @@ static QDict *rnic_qom_get(RnicTest *t, const char *id, const char *prop)
     return r;
 }
 
-uint64_t rnic_qom_int(RnicTest *t, const char *id, const char *prop)
+uint64_t qrnic_qom_int(QRnic *t, const char *id, const char *prop)
 {
-    QDict *r = rnic_qom_get(t, id, prop);
+    QDict *r = qrnic_qom_get(t, id, prop);
     uint64_t v = qdict_get_int(r, "return");
 
     qobject_unref(r);
     return v;
 }
 
-char *rnic_qom_str(RnicTest *t, const char *id, const char *prop)
+char *qrnic_qom_str(QRnic *t, const char *id, const char *prop)
 {
-    QDict *r = rnic_qom_get(t, id, prop);
+    QDict *r = qrnic_qom_get(t, id, prop);
     char *v = g_strdup(qdict_get_str(r, "return"));
 
     qobject_unref(r);
@@ -694,7 +713,7 @@ char *rnic_qom_str(RnicTest *t, const char *id, const char *prop)
 
 /* ---- TCP on 127.0.0.1, for tests that play the network peer ---- */
 
-int rnic_tcp_connect(uint16_t port, int rcvbuf)
+int qrnic_tcp_connect(uint16_t port, int rcvbuf)
 {
     struct sockaddr_in in = {
         .sin_family = AF_INET,
@@ -713,7 +732,7 @@ int rnic_tcp_connect(uint16_t port, int rcvbuf)
     return fd;
 }
 
-int rnic_tcp_listen(uint16_t *port)
+int qrnic_tcp_listen(uint16_t *port)
 {
     struct sockaddr_in in = {
         .sin_family = AF_INET,
@@ -729,7 +748,7 @@ int rnic_tcp_listen(uint16_t *port)
     return fd;
 }
 
-int rnic_tcp_accept(int lfd)
+int qrnic_tcp_accept(int lfd)
 {
     struct timeval tv = { .tv_sec = 5 };
     fd_set set;
@@ -744,7 +763,7 @@ int rnic_tcp_accept(int lfd)
 }
 
 /* Reads exactly @len bytes within the test timeout. */
-void rnic_read_full(int fd, void *buf, size_t len)
+void qrnic_read_full(int fd, void *buf, size_t len)
 {
     struct timeval tv = { .tv_sec = 5 };
     size_t got = 0;
@@ -758,22 +777,29 @@ void rnic_read_full(int fd, void *buf, size_t len)
     }
 }
 
-void rnic_write_full(int fd, const void *buf, size_t len)
+void qrnic_write_full(int fd, const void *buf, size_t len)
 {
     g_assert_cmpint(write(fd, buf, len), ==, len);
 }
 
-static void rnic_raw_expect(RnicTest *t, uint8_t type, bool strict,
-                            struct rnic_event *ev)
+void qrnic_expect_event(QRnic *t, uint8_t type, struct rnic_event *ev)
+{
+    qrnic_wait_event(t, ev);
+    g_assert_cmpuint(ev->type, ==, type);
+}
+
+/* The next event of @type; with @strict, no other may come first. */
+static void qrnic_raw_expect(QRnic *t, uint8_t type, bool strict,
+                             struct rnic_event *ev)
 {
     do {
-        rnic_wait_event(t, ev);
+        qrnic_wait_event(t, ev);
     } while (!strict && ev->type != type);
     g_assert_cmpuint(ev->type, ==, type);
 }
 
-void rnic_raw_peer_accept(RnicTest *t, int fd, uint32_t qpn, bool crc,
-                          bool strict)
+void qrnic_raw_peer_accept(QRnic *t, int fd, uint32_t qpn, bool crc,
+                           bool strict)
 {
     uint8_t req[24] = "MPA ID Req Frame", rep[24];
     struct rnic_cmd_accept a = {
@@ -786,18 +812,18 @@ void rnic_raw_peer_accept(RnicTest *t, int fd, uint32_t qpn, bool crc,
     stw_be_p(req + 18, 4);                      /* PD_Length */
     stw_be_p(req + 20, 1);                      /* IRD 1 */
     stw_be_p(req + 22, 1);                      /* ORD 1 */
-    rnic_write_full(fd, req, sizeof(req));
-    rnic_raw_expect(t, RNIC_EV_CONN_REQUEST, strict, &ev);
+    qrnic_write_full(fd, req, sizeof(req));
+    qrnic_raw_expect(t, RNIC_EV_CONN_REQUEST, strict, &ev);
     a.conn_id = ev.id;
     a.qpn = cpu_to_le32(qpn);
-    rnic_cmd_ok(t, RNIC_CMD_ACCEPT, &a, sizeof(a));
-    rnic_read_full(fd, rep, sizeof(rep));
+    qrnic_cmd_ok(t, RNIC_CMD_ACCEPT, &a, sizeof(a));
+    qrnic_read_full(fd, rep, sizeof(rep));
     g_assert_cmpmem(rep, 16, "MPA ID Rep Frame", 16);
     g_assert_cmphex(rep[16] & 0x40, ==, crc ? 0x40 : 0);
-    rnic_raw_expect(t, RNIC_EV_CONN_ESTABLISHED, strict, &ev);
+    qrnic_raw_expect(t, RNIC_EV_CONN_ESTABLISHED, strict, &ev);
 }
 
-uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring)
+uint32_t qrnic_create_srq(QRnic *t, uint32_t pdn, QRnicQp *ring)
 {
     struct rnic_cmd_srq p = { .pdn = cpu_to_le32(pdn), .log_size = 3 };
     struct rnic_cmd cmd;
@@ -806,22 +832,22 @@ uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring)
     ring->log = 3;
     ring->rq = guest_alloc(t->alloc, 4096);
     p.ring_addr = cpu_to_le64(ring->rq);
-    cmd = rnic_cmd_ok(t, RNIC_CMD_CREATE_SRQ, &p, sizeof(p));
+    cmd = qrnic_cmd_ok(t, RNIC_CMD_CREATE_SRQ, &p, sizeof(p));
     ring->qpn = le32_to_cpu(((struct rnic_cmd_srq *)cmd.u.raw)->srqn);
     return ring->qpn;
 }
 
-void rnic_post_srq(RnicTest *t, RnicTestQp *srq, const struct rnic_rq_wqe *w)
+void qrnic_post_srq(QRnic *t, QRnicQp *srq, const struct rnic_rq_wqe *w)
 {
     uint64_t slot = srq->rq + (srq->rq_prod & ((1u << srq->log) - 1)) *
                     RNIC_RQ_WQE_SIZE;
 
     qtest_memwrite(t->qts, slot, w, sizeof(*w));
-    rnic_wr(t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(srq->qpn, ++srq->rq_prod));
+    qrnic_wr(t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(srq->qpn, ++srq->rq_prod));
 }
 
-void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
-                      uint8_t ird_ord)
+void qrnic_connect_qps(QRnic *a, uint32_t qpa, QRnic *b, uint32_t qpb,
+                       uint8_t ird_ord)
 {
     struct rnic_cmd_listen l = {
         .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
@@ -835,51 +861,48 @@ void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
     struct rnic_event ev;
     struct rnic_cmd cmd;
 
-    cmd = rnic_cmd_ok(a, RNIC_CMD_LISTEN, &l, sizeof(l));
+    cmd = qrnic_cmd_ok(a, RNIC_CMD_LISTEN, &l, sizeof(l));
     k.peer = ((struct rnic_cmd_listen *)cmd.u.raw)->local;
     k.qpn = cpu_to_le32(qpb);
-    rnic_cmd_ok(b, RNIC_CMD_CONNECT, &k, sizeof(k));
-    rnic_wait_event(a, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
+    qrnic_cmd_ok(b, RNIC_CMD_CONNECT, &k, sizeof(k));
+    qrnic_expect_event(a, RNIC_EV_CONN_REQUEST, &ev);
     acc.conn_id = ev.id;
     acc.qpn = cpu_to_le32(qpa);
-    rnic_cmd_ok(a, RNIC_CMD_ACCEPT, &acc, sizeof(acc));
-    rnic_wait_event(a, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
-    rnic_wait_event(b, &ev);
-    g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
+    qrnic_cmd_ok(a, RNIC_CMD_ACCEPT, &acc, sizeof(acc));
+    qrnic_expect_event(a, RNIC_EV_CONN_ESTABLISHED, &ev);
+    qrnic_expect_event(b, RNIC_EV_CONN_ESTABLISHED, &ev);
 }
 
-typedef struct RnicTestCase {
+typedef struct QRnicCase {
     void (*fn)(void);
     bool iothread;
-} RnicTestCase;
+} QRnicCase;
 
-static void rnic_test_run_case(const void *data)
+static void qrnic_test_run_case(const void *data)
 {
-    const RnicTestCase *c = data;
+    const QRnicCase *c = data;
 
-    rnic_test_iothread = c->iothread;
+    qrnic_test_iothread = c->iothread;
     c->fn();
-    rnic_test_iothread = false;
+    qrnic_test_iothread = false;
 }
 
-void rnic_test_add_both(const char *path, void (*fn)(void))
+void qrnic_test_add_both(const char *path, void (*fn)(void))
 {
     g_autofree char *io = NULL;
     const char *leaf = strrchr(path, '/');
-    RnicTestCase *plain = g_new0(RnicTestCase, 1);
-    RnicTestCase *threaded = g_new0(RnicTestCase, 1);
+    QRnicCase *plain = g_new0(QRnicCase, 1);
+    QRnicCase *threaded = g_new0(QRnicCase, 1);
 
     plain->fn = threaded->fn = fn;
     threaded->iothread = true;
     io = g_strdup_printf("%.*s/iothread%s", (int)(leaf - path), path, leaf);
-    qtest_add_data_func(path, plain, rnic_test_run_case);
-    qtest_add_data_func(io, threaded, rnic_test_run_case);
+    qtest_add_data_func(path, plain, qrnic_test_run_case);
+    qtest_add_data_func(io, threaded, qrnic_test_run_case);
 }
 
-uint16_t rnic_alloc_mr(RnicTest *t, uint32_t pdn, uint32_t max_pages,
-                       uint8_t key, uint8_t flags, uint32_t *stag)
+uint16_t qrnic_alloc_mr(QRnic *t, uint32_t pdn, uint32_t max_pages,
+                        uint8_t key, uint8_t flags, uint32_t *stag)
 {
     struct rnic_cmd_alloc_mr p = {
         .pdn = cpu_to_le32(pdn),
@@ -887,7 +910,7 @@ uint16_t rnic_alloc_mr(RnicTest *t, uint32_t pdn, uint32_t max_pages,
         .key = key,
         .flags = flags,
     };
-    struct rnic_cmd cmd = rnic_cmd(t, RNIC_CMD_ALLOC_MR, &p, sizeof(p));
+    struct rnic_cmd cmd = qrnic_cmd(t, RNIC_CMD_ALLOC_MR, &p, sizeof(p));
 
     *stag = le32_to_cpu(((struct rnic_cmd_alloc_mr *)cmd.u.raw)->stag);
     return le16_to_cpu(cmd.status);

@@ -11,16 +11,16 @@
 #include "malloc-pc.h"
 #include "rnic/rnic-abi.h"
 
-#define RNIC_TEST_CMDQ_LOG    4
-#define RNIC_TEST_EQ_LOG      3
-#define RNIC_TEST_MSI_MAGIC   0x4d534900u     /* | vector */
-#define RNIC_TEST_TIMEOUT_US  (5 * G_USEC_PER_SEC)
-#define RNIC_TEST_MR_IOVA     0x7f0000000000ull   /* of rnic_reg_mr() */
-#define RNIC_TEST_PORT_SLOT   2       /* rnic_test_start_in_slot()'s port */
-#define RNIC_TEST_MCH_PCIEXBAR 0x60   /* q35 MCH: ECAM base | enable */
-#define RNIC_TEST_ECAM        0xb0000000ull
+#define QRNIC_CMDQ_LOG      4
+#define QRNIC_EQ_LOG        3
+#define QRNIC_MSI_MAGIC     0x4d534900u     /* | vector */
+#define QRNIC_TIMEOUT_US    (5 * G_USEC_PER_SEC)
+#define QRNIC_MR_IOVA       0x7f0000000000ull   /* of qrnic_reg_mr() */
+#define QRNIC_PORT_SLOT     2       /* qrnic_test_start_in_slot()'s port */
+#define QRNIC_MCH_PCIEXBAR  0x60    /* q35 MCH: ECAM base | enable */
+#define QRNIC_ECAM          0xb0000000ull
 
-typedef struct RnicTest {
+typedef struct QRnic {
     QTestState *qts;
     QGuestAllocator *alloc;
     QPCIBus *bus;
@@ -30,146 +30,152 @@ typedef struct RnicTest {
     QPCIBar regs;
     uint64_t cmdq, eq, msi_mem;
     uint32_t cmd_prod, eq_cons;
-    uint8_t eq_log;         /* set before rnic_test_enable; 0: default */
+    uint8_t eq_log;         /* set before qrnic_test_enable; 0: default */
     uint32_t udb;           /* doorbell page + 1 of CQs and QPs made next */
-    QPCIBar udb_bar;        /* BAR 4, mapped by the first rnic_udb_wr() */
+    QPCIBar udb_bar;        /* BAR 4, mapped by the first qrnic_udb_wr() */
     uint64_t udb_size;
     char *cap_id;           /* RNIC_QTEST_CAPTURE: the device's id */
-} RnicTest;
+} QRnic;
 
-typedef struct RnicTestQp {
+typedef struct QRnicQp {
     uint32_t qpn;
     uint64_t sq, rq;
     uint8_t log;
     uint16_t sq_prod, rq_prod;
-} RnicTestQp;
+} QRnicQp;
 
-uint32_t rnic_rd(RnicTest *t, uint32_t reg);
-void rnic_wr(RnicTest *t, uint32_t reg, uint32_t val);
+uint32_t qrnic_rd(QRnic *t, uint32_t reg);
+void qrnic_wr(QRnic *t, uint32_t reg, uint32_t val);
 /* A doorbell (or any offset) of doorbell page @page in BAR 4. */
-void rnic_udb_wr(RnicTest *t, uint32_t page, uint32_t reg, uint32_t val);
-uint32_t rnic_udb_rd(RnicTest *t, uint32_t page, uint32_t reg);
+void qrnic_udb_wr(QRnic *t, uint32_t page, uint32_t reg, uint32_t val);
+uint32_t qrnic_udb_rd(QRnic *t, uint32_t page, uint32_t reg);
 
 /*
  * True while a test runs with every rnic device on an IOThread
  * (-object iothread,id=rnicio -device rnic,iothread=rnicio,...).
  */
-extern bool rnic_test_iothread;
+extern bool qrnic_test_iothread;
 /* @fn as @path (main loop) and as DIR/iothread/LEAF (on an IOThread). */
-void rnic_test_add_both(const char *path, void (*fn)(void));
+void qrnic_test_add_both(const char *path, void (*fn)(void));
 
 /* Bring-up: QEMU with "-device rnic<extra>", then rings and MSI-X. */
-void rnic_test_start(RnicTest *t, const char *extra);
+void qrnic_test_start(QRnic *t, const char *extra);
 /*
  * The same behind a hot-pluggable PCIe root port (t->port), with the
- * port's config space reachable by DMA at rnic_test_port_ecam() (ECAM),
- * the device's at rnic_test_dev_ecam().
+ * port's config space reachable by DMA at qrnic_test_port_ecam() (ECAM),
+ * the device's at qrnic_test_dev_ecam().
  */
-void rnic_test_start_in_slot(RnicTest *t, const char *extra);
-uint64_t rnic_test_port_ecam(RnicTest *t);
-uint64_t rnic_test_dev_ecam(RnicTest *t);
+void qrnic_test_start_in_slot(QRnic *t, const char *extra);
+uint64_t qrnic_test_port_ecam(QRnic *t);
+uint64_t qrnic_test_dev_ecam(QRnic *t);
 /* Two rnic devices in one VM (ids a and b); stop b before a. */
-void rnic_test_start_pair(RnicTest *a, RnicTest *b, const char *extra_a,
-                          const char *extra_b);
+void qrnic_test_start_pair(QRnic *a, QRnic *b, const char *extra_a,
+                           const char *extra_b);
 /* The same with @machine's options (e.g. a vIOMMU) before the devices. */
-void rnic_test_start_pair_on(RnicTest *a, RnicTest *b, const char *machine,
-                             const char *extra_a, const char *extra_b);
+void qrnic_test_start_pair_on(QRnic *a, QRnic *b, const char *machine,
+                              const char *extra_a, const char *extra_b);
 /*
  * With RNIC_QTEST_CAPTURE=DIR in the environment every device records its
- * traffic to DIR/<test path>-<id>.pcapng, and rnic_test_stop() writes its
+ * traffic to DIR/<test path>-<id>.pcapng, and qrnic_test_stop() writes its
  * stat-* counters next to it (.stats: "name value" lines), for
  * tests/capture/check_capture.py (`make check-capture`) to compare with
  * what tshark decodes.
  */
 /* qom-get of an integer or string property of device @id. */
-uint64_t rnic_qom_int(RnicTest *t, const char *id, const char *prop);
-char *rnic_qom_str(RnicTest *t, const char *id, const char *prop);
-void rnic_test_enable(RnicTest *t);
-void rnic_test_after_reset(RnicTest *t);
-void rnic_test_stop(RnicTest *t);
+uint64_t qrnic_qom_int(QRnic *t, const char *id, const char *prop);
+char *qrnic_qom_str(QRnic *t, const char *id, const char *prop);
+void qrnic_test_enable(QRnic *t);
+void qrnic_test_after_reset(QRnic *t);
+void qrnic_test_stop(QRnic *t);
 
-/* MSI-X vectors write RNIC_TEST_MSI_MAGIC | vector to guest memory. */
-void rnic_msix_setup(RnicTest *t);
-bool rnic_msix_fired(RnicTest *t, int v);
+/* MSI-X vectors write QRNIC_MSI_MAGIC | vector to guest memory. */
+void qrnic_msix_setup(QRnic *t);
+bool qrnic_msix_fired(QRnic *t, int v);
 
 /* Commands: post one and wait for its status. */
-struct rnic_cmd rnic_cmd(RnicTest *t, uint8_t opcode, const void *payload,
-                         size_t len);
+struct rnic_cmd qrnic_cmd(QRnic *t, uint8_t opcode, const void *payload,
+                          size_t len);
 /* Fills the next command slot, no doorbell, no interrupt asked. */
-void rnic_cmd_queue(RnicTest *t, uint8_t opcode, const void *payload,
-                    size_t len);
-struct rnic_cmd rnic_cmd_ok(RnicTest *t, uint8_t opcode, const void *payload,
-                            size_t len);
-uint16_t rnic_cmd_status(RnicTest *t, uint8_t opcode, const void *payload,
-                         size_t len);
-bool rnic_next_event(RnicTest *t, struct rnic_event *ev);
+void qrnic_cmd_queue(QRnic *t, uint8_t opcode, const void *payload,
+                     size_t len);
+struct rnic_cmd qrnic_cmd_ok(QRnic *t, uint8_t opcode, const void *payload,
+                             size_t len);
+uint16_t qrnic_cmd_status(QRnic *t, uint8_t opcode, const void *payload,
+                          size_t len);
+bool qrnic_next_event(QRnic *t, struct rnic_event *ev);
 /* Waits (in real time: sockets are involved) for the next event. */
-void rnic_wait_event(RnicTest *t, struct rnic_event *ev);
+void qrnic_wait_event(QRnic *t, struct rnic_event *ev);
+/* The same, and asserts its type. */
+void qrnic_expect_event(QRnic *t, uint8_t type, struct rnic_event *ev);
 
-uint32_t rnic_create_pd(RnicTest *t);
-uint16_t rnic_reg_mr(RnicTest *t, uint32_t pdn, uint64_t buf, uint32_t len,
-                     uint32_t access, uint8_t key, uint32_t *stag);
-uint32_t rnic_create_cq(RnicTest *t, uint8_t log, uint8_t vector,
-                        uint64_t *ring);
-uint16_t rnic_try_create_qp(RnicTest *t, uint32_t pdn, uint32_t scq,
-                            uint32_t rcq, uint8_t log, RnicTestQp *qp);
+uint32_t qrnic_create_pd(QRnic *t);
+uint16_t qrnic_reg_mr(QRnic *t, uint32_t pdn, uint64_t buf, uint32_t len,
+                      uint32_t access, uint8_t key, uint32_t *stag);
+uint32_t qrnic_create_cq(QRnic *t, uint8_t log, uint8_t vector,
+                         uint64_t *ring);
+uint16_t qrnic_try_create_qp(QRnic *t, uint32_t pdn, uint32_t scq,
+                             uint32_t rcq, uint8_t log, QRnicQp *qp);
 /* The same with rings the caller allocated (4 KiB aligned, 2^log WQEs). */
-uint16_t rnic_create_qp_at(RnicTest *t, uint32_t pdn, uint32_t scq,
-                           uint32_t rcq, uint8_t log, uint64_t sq,
-                           uint64_t rq, RnicTestQp *qp);
-uint16_t rnic_try_create_qp_srq(RnicTest *t, uint32_t pdn, uint32_t scq,
-                                uint32_t rcq, uint32_t srqn, uint8_t log,
-                                RnicTestQp *qp);
+uint16_t qrnic_create_qp_at(QRnic *t, uint32_t pdn, uint32_t scq,
+                            uint32_t rcq, uint8_t log, uint64_t sq,
+                            uint64_t rq, QRnicQp *qp);
+uint16_t qrnic_try_create_qp_srq(QRnic *t, uint32_t pdn, uint32_t scq,
+                                 uint32_t rcq, uint32_t srqn, uint8_t log,
+                                 QRnicQp *qp);
 /* ... with RNIC_QP_FLAG_* (e.g. KERNEL). */
-uint16_t rnic_try_create_qp_flags(RnicTest *t, uint32_t pdn, uint32_t scq,
-                                  uint32_t rcq, uint32_t srqn, uint8_t log,
-                                  uint16_t flags, RnicTestQp *qp);
+uint16_t qrnic_try_create_qp_flags(QRnic *t, uint32_t pdn, uint32_t scq,
+                                   uint32_t rcq, uint32_t srqn, uint8_t log,
+                                   uint16_t flags, QRnicQp *qp);
 /*
  * ALLOC_MR: max_pages slots, or with RNIC_ALLOC_MR_PHYS the PD's
  * physical STag (max_pages 0); the command's status.
  */
-uint16_t rnic_alloc_mr(RnicTest *t, uint32_t pdn, uint32_t max_pages,
-                       uint8_t key, uint8_t flags, uint32_t *stag);
+uint16_t qrnic_alloc_mr(QRnic *t, uint32_t pdn, uint32_t max_pages,
+                        uint8_t key, uint8_t flags, uint32_t *stag);
 /* An SRQ of 8 entries; @ring's qpn/rq/rq_prod describe it (no SQ). */
-uint32_t rnic_create_srq(RnicTest *t, uint32_t pdn, RnicTestQp *ring);
-void rnic_post_srq(RnicTest *t, RnicTestQp *srq, const struct rnic_rq_wqe *w);
-void rnic_post_recv(RnicTest *t, RnicTestQp *qp, const struct rnic_rq_wqe *w);
-void rnic_post_send(RnicTest *t, RnicTestQp *qp, const struct rnic_sq_wqe *w);
-void rnic_post_sends(RnicTest *t, RnicTestQp *qp,
-                     const struct rnic_sq_wqe *w, uint32_t n);
-void rnic_modify_qp_state(RnicTest *t, uint32_t qpn, uint8_t state,
-                          uint16_t expect);
-uint8_t rnic_query_qp_state(RnicTest *t, uint32_t qpn);
-bool rnic_read_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t index,
-                   struct rnic_cq_entry *e);
+uint32_t qrnic_create_srq(QRnic *t, uint32_t pdn, QRnicQp *ring);
+void qrnic_post_srq(QRnic *t, QRnicQp *srq, const struct rnic_rq_wqe *w);
+/* One scatter/gather entry: @len octets at @addr of @stag. */
+struct rnic_wqe_sge qrnic_sge(uint32_t stag, uint64_t addr, uint32_t len);
+/* @len octets of a pattern that @seed varies, at guest address @gpa. */
+void qrnic_fill(QTestState *qts, uint64_t gpa, uint32_t len, uint8_t seed);
+void qrnic_post_recv(QRnic *t, QRnicQp *qp, const struct rnic_rq_wqe *w);
+void qrnic_post_send(QRnic *t, QRnicQp *qp, const struct rnic_sq_wqe *w);
+void qrnic_post_sends(QRnic *t, QRnicQp *qp,
+                      const struct rnic_sq_wqe *w, uint32_t n);
+void qrnic_modify_qp_state(QRnic *t, uint32_t qpn, uint8_t state,
+                           uint16_t expect);
+uint8_t qrnic_query_qp_state(QRnic *t, uint32_t qpn);
+bool qrnic_read_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t index,
+                    struct rnic_cq_entry *e);
 /*
  * Waits (in real time: the bytes may cross a TCP connection) for the CQE
  * at *@cons, then consumes it: *@cons advances and the CQ doorbell says so.
  */
-void rnic_wait_cqe(RnicTest *t, uint64_t ring, uint8_t log, uint32_t cqn,
-                   uint32_t *cons, struct rnic_cq_entry *e);
+void qrnic_wait_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t cqn,
+                    uint32_t *cons, struct rnic_cq_entry *e);
 /*
  * @a listens on 127.0.0.1, @b's QP @qpb connects with IRD = ORD = @ird_ord,
  * @a's QP @qpa accepts; returns once both saw CONN_ESTABLISHED.
  */
-void rnic_connect_qps(RnicTest *a, uint32_t qpa, RnicTest *b, uint32_t qpb,
-                      uint8_t ird_ord);
+void qrnic_connect_qps(QRnic *a, uint32_t qpa, QRnic *b, uint32_t qpb,
+                       uint8_t ird_ord);
 /* Lets the device's bottom halves run. */
-void rnic_settle(RnicTest *t);
+void qrnic_settle(QRnic *t);
 
 /* TCP on 127.0.0.1 for tests that play the remote peer; assert on error. */
 /* @rcvbuf: SO_RCVBUF to set first (a small window), or 0. */
-int rnic_tcp_connect(uint16_t port, int rcvbuf);
-int rnic_tcp_listen(uint16_t *port);
-int rnic_tcp_accept(int lfd);
-void rnic_read_full(int fd, void *buf, size_t len);
-void rnic_write_full(int fd, const void *buf, size_t len);
+int qrnic_tcp_connect(uint16_t port, int rcvbuf);
+int qrnic_tcp_listen(uint16_t *port);
+int qrnic_tcp_accept(int lfd);
+void qrnic_read_full(int fd, void *buf, size_t len);
+void qrnic_write_full(int fd, const void *buf, size_t len);
 /*
  * The raw peer on @fd, connected to a listener of @t, asks for MPA rev 2
  * with RFC 6581 IRD/ORD 1/1 (C when @crc); @t ACCEPTs on @qpn; returns
  * once @t saw CONN_ESTABLISHED.  @strict: no other event may come first.
  */
-void rnic_raw_peer_accept(RnicTest *t, int fd, uint32_t qpn, bool crc,
-                          bool strict);
+void qrnic_raw_peer_accept(QRnic *t, int fd, uint32_t qpn, bool crc,
+                           bool strict);
 
 #endif /* LIBQOS_RNIC_H */
