@@ -37,7 +37,10 @@ OUR_QEMU_FILES := (hw/rnic|rnic-core|qtest/rnic|libqos/rnic)
 qtests-in = $(shell awk '!/^\#/ && / $(1)( |$$)/ { print $$1 }' \
               tests/qtest/qtests.txt)
 RNIC_QTESTS := $(call qtests-in,check)
-QTESTS     := $(RNIC_QTESTS) device-introspect-test
+# QEMU's own: device-introspect-test, and qos-test, which walks the qgraph
+# node "rnic" and runs the qos tests of qtests.txt.
+QTESTS     := $(RNIC_QTESTS) device-introspect-test \
+              $(if $(call qtests-in,qos),qos-test)
 CAPTURE_QTESTS := $(call qtests-in,capture)
 # The sanitizer build (build/qemu-san) reports through these: a finding
 # kills QEMU, so the qtest that drove it fails.  Leaks at exit are QEMU's
@@ -186,7 +189,7 @@ run: qemu
 	    grep -v -e '^(qemu)' -e '^QEMU .* monitor'
 
 # QEMU's checkpatch on our files that live in QEMU's tree.
-LINT_QEMU := $(wildcard hw/rnic/*.[ch] tests/qtest/rnic*.c tests/qtest/libqos/rnic.[ch] \
+LINT_QEMU := $(wildcard hw/rnic/*.[ch] tests/qtest/rnic*.c tests/qtest/libqos/rnic*.[ch] \
                tests/bench/device-bench.c)
 lint: need-configure
 	@for f in $(LINT_QEMU); do \

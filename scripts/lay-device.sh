@@ -63,9 +63,15 @@ wire "$qemu/hw/meson.build" \
     "^subdir\('rnic-core'\)" "subdir('rnic') $mark"
 wire "$qemu/hw/Kconfig" "^source xtensa/Kconfig" "source rnic/Kconfig"
 wire "$qemu/meson.build" "^    'hw/nvme',$" "    'hw/rnic', $mark"
-qtests=$(awk '!/^#/ && NF { printf "%s\x27%s\x27", n++ ? ", " : "", $1 }' \
-    "$repo/tests/qtest/qtests.txt")
+# qtests.txt: its "qos" tests go into qos-test, the others are qtests.
+qtests=$(awk '!/^#/ && NF && !/ qos( |$)/ {
+    printf "%s\x27%s\x27", n++ ? ", " : "", $1 }' "$repo/tests/qtest/qtests.txt")
+qos=$(awk '!/^#/ && / qos( |$)/ {
+    printf "%s\x27%s.c\x27", n++ ? ", " : "", $1 }' "$repo/tests/qtest/qtests.txt")
 wire "$qemu/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386$" \
-    "qtests_x86_64 += [$qtests] $mark"
+    "qtests_x86_64 += [$qtests] $mark" \
+    "^qos_test_ss = ss.source_set" "qos_test_ss.add(files($qos)) $mark"
+libqos=$(cd "$repo/tests/qtest/libqos" && ls -- *.c |
+    awk '{ printf "%s\x27%s\x27", n++ ? ", " : "", $1 }')
 wire "$qemu/tests/qtest/libqos/meson.build" "^        'e1000e.c',$" \
-    "        'rnic.c', $mark"
+    "        $libqos, $mark"

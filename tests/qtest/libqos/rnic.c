@@ -7,6 +7,7 @@
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
 #include "standard-headers/linux/pci_regs.h"
+#include "qemu/module.h"
 #include "rnic.h"
 
 
@@ -95,7 +96,11 @@ bool qrnic_msix_fired(QRnic *t, int v)
     return false;
 }
 
-static void qrnic_test_use(QRnic *t, QPCIDevice *dev)
+/*
+ * What the qgraph node and the q35 helpers share: @dev, on t->bus,
+ * enabled and its registers mapped.
+ */
+static void qrnic_attach(QRnic *t, QPCIDevice *dev)
 {
     g_assert_nonnull(dev);
     t->dev = dev;
@@ -103,13 +108,79 @@ static void qrnic_test_use(QRnic *t, QPCIDevice *dev)
     t->regs = qpci_iomap(t->dev, RNIC_BAR_REGS, NULL);
 }
 
+/* Unmaps what qrnic_attach() and qrnic_udb_wr() mapped; frees the device. */
+static void qrnic_detach(QRnic *t)
+{
+    qpci_iounmap(t->dev, t->regs);
+    if (t->udb_size) {
+        qpci_iounmap(t->dev, t->udb_bar);
+    }
+    g_free(t->dev);
+    g_free(t->port);
+}
+
+/* ---- the qgraph node "rnic", for qos-test ---- */
+
+static void *qrnic_get_driver(void *obj, const char *interface)
+{
+    QRnic *t = obj;
+
+    if (!g_strcmp0(interface, "pci-device")) {
+        return t->dev;
+    }
+    fprintf(stderr, "%s not present in rnic\n", interface);
+    g_assert_not_reached();
+}
+
+static void qrnic_destructor(QOSGraphObject *obj)
+{
+    qrnic_detach((QRnic *)obj);
+}
+
+static void *qrnic_create(void *pci_bus, QGuestAllocator *alloc, void *addr)
+{
+    QRnic *t = g_new0(QRnic, 1);
+    QPCIDevice *dev = g_new0(QPCIDevice, 1);
+
+    t->bus = pci_bus;
+    t->qts = t->bus->qts;
+    t->alloc = alloc;
+    qpci_device_init(dev, t->bus, addr);
+    qrnic_attach(t, dev);
+    t->obj.get_driver = qrnic_get_driver;
+    t->obj.destructor = qrnic_destructor;
+    t->obj.free = g_free;
+    return &t->obj;
+}
+
+static void qrnic_register_nodes(void)
+{
+    QPCIAddress addr = {
+        .devfn = QPCI_DEVFN(4, 0),
+        .vendor_id = RNIC_PCI_VENDOR_ID,
+        .device_id = RNIC_PCI_DEVICE_ID,
+    };
+    QOSGraphEdgeOptions opts = {
+        .extra_device_opts = "addr=04.0",
+    };
+
+    add_qpci_address(&opts, &addr);
+    qos_node_create_driver("rnic", qrnic_create);
+    qos_node_consumes("rnic", "pci-bus", &opts);
+    qos_node_produces("rnic", "pci-device");
+}
+
+libqos_init(qrnic_register_nodes);
+
+/* ---- the q35 helpers: QEMU started here, one QRnic per device ---- */
+
 static void qrnic_test_open(QRnic *t, int index)
 {
     QRnicFind f = { .want = index };
 
     qpci_device_foreach(t->bus, RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID,
                         qrnic_find, &f);
-    qrnic_test_use(t, f.dev);
+    qrnic_attach(t, f.dev);
 }
 
 bool qrnic_test_iothread;
@@ -258,7 +329,7 @@ void qrnic_test_start_in_slot(QRnic *t, const char *extra)
     qpci_config_writel(mch, QRNIC_MCH_PCIEXBAR + 4, 0);
     g_free(mch);
     /* Bus 1 in libqos's devfn: the bus number sits above the 8 bits. */
-    qrnic_test_use(t, qpci_device_find(t->bus, 1 << 8 | QPCI_DEVFN(0, 0)));
+    qrnic_attach(t, qpci_device_find(t->bus, 1 << 8 | QPCI_DEVFN(0, 0)));
 }
 
 uint64_t qrnic_test_port_ecam(QRnic *t)
@@ -339,12 +410,7 @@ void qrnic_test_stop(QRnic *t)
     if (t->cap_id) {
         qrnic_capture_finish(t);
     }
-    qpci_iounmap(t->dev, t->regs);
-    if (t->udb_size) {
-        qpci_iounmap(t->dev, t->udb_bar);
-    }
-    g_free(t->dev);
-    g_free(t->port);
+    qrnic_detach(t);
     if (t->owner) {
         qpci_free_pc(t->bus);
         alloc_destroy(t->alloc);

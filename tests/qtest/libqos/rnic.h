@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libqos helpers for the rnic device: bring-up as a driver does it, the
- * command queue, events, CQ entries, QPs and memory registration.
+ * libqos for the rnic device: the qgraph node "rnic" (on a pci-bus; it
+ * produces pci-device), so that qos-test walks it, and helpers built on
+ * its object: bring-up as a driver does it, the command queue, events, CQ
+ * entries, QPs and memory registration, and QEMU started on q35 with one
+ * or two devices for the qtests that need more than the node's machine.
  */
 #ifndef LIBQOS_RNIC_H
 #define LIBQOS_RNIC_H
@@ -9,6 +12,7 @@
 #include "../libqtest.h"
 #include "pci-pc.h"
 #include "malloc-pc.h"
+#include "qgraph.h"
 #include "rnic/rnic-abi.h"
 
 #define QRNIC_CMDQ_LOG      4
@@ -20,7 +24,9 @@
 #define QRNIC_MCH_PCIEXBAR  0x60    /* q35 MCH: ECAM base | enable */
 #define QRNIC_ECAM          0xb0000000ull
 
+/* One device: the node's object, or one of those qrnic_test_start*() made. */
 typedef struct QRnic {
+    QOSGraphObject obj;
     QTestState *qts;
     QGuestAllocator *alloc;
     QPCIBus *bus;
