@@ -43,8 +43,9 @@ static bool rnic_policy_parse(const char *str, struct rnic_addr_policy *p,
  * property would allow it.
  */
 static bool rnic_allowed(const struct rnic_addr_policy *p, const char *prop,
-                         const char *cmd, const struct rnic_sockaddr *a)
+                         uint8_t opcode, const struct rnic_sockaddr *a)
 {
+    const char *cmd = rnic_cmd_name(opcode);
     enum rnic_addr_family f = a->family == RNIC_AF_INET ? RNIC_ADDR_IPV4
                                                         : RNIC_ADDR_IPV6;
     uint16_t port = le16_to_cpu(a->port);
@@ -301,30 +302,31 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     int fd, one = 1;
 
     if (!rnic_sockaddr_to_host(&local, &ss, &len)) {
-        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_PARAM,
                              "local.family is not INET or INET6");
     }
-    if (!rnic_allowed(&s->listen_allow, "listen-allow", "LISTEN",
+    if (!rnic_allowed(&s->listen_allow, "listen-allow", RNIC_CMD_LISTEN,
                       &local)) {
-        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_DENIED,
+        return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_DENIED,
                              "local: not in listen-allow");
     }
     for (int i = 0; i < RNIC_MAX_LISTENERS && !l; i++) {
         l = s->listeners[i].id ? NULL : &s->listeners[i];
     }
     if (!l) {
-        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_RESOURCE,
+        return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_RESOURCE,
                              "all listeners in use");
     }
     fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
     if (fd < 0) {
-        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_RESOURCE, "no socket");
+        return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_RESOURCE,
+                             "no socket");
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     l->backlog = MAX(1, MIN(le32_to_cpu(p->backlog), RNIC_MAX_BACKLOG));
     if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, l->backlog)) {
         close(fd);
-        return rnic_cmd_fail("LISTEN", RNIC_CMD_ERR_ADDRINUSE,
+        return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_ADDRINUSE,
                              "local: the host cannot bind or listen on it");
     }
     qemu_socket_set_nonblock(fd);
@@ -370,7 +372,7 @@ uint16_t rnic_cmd_unlisten(RnicState *s, struct rnic_cmd *cmd)
     uint32_t id = le32_to_cpu(p->listener_id);
 
     if (!id || id > RNIC_MAX_LISTENERS || !s->listeners[id - 1].id) {
-        return rnic_cmd_fail("UNLISTEN", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_UNLISTEN, RNIC_CMD_ERR_HANDLE,
                              "listener_id: no such listener");
     }
     rnic_listener_close(&s->listeners[id - 1]);
@@ -436,22 +438,23 @@ static uint16_t rnic_cm_bind_local(RnicState *s, int fd,
         return RNIC_CMD_OK;
     }
     if (rnic_pci_read(s, addr, local, sizeof(*local))) {
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_DMA,
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_DMA,
                              "local_addr: not readable");
     }
     *local = rnic_addr_to_host(s, local);
     if (local->family != p->peer.family ||
         !rnic_sockaddr_to_host(local, &ss, &len)) {
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_PARAM,
                              "local_addr: family is not the peer's");
     }
-    if (!rnic_allowed(&s->listen_allow, "listen-allow", "CONNECT", local)) {
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_DENIED,
+    if (!rnic_allowed(&s->listen_allow, "listen-allow", RNIC_CMD_CONNECT,
+                      local)) {
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_DENIED,
                              "local_addr: not in listen-allow");
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&ss, len)) {
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_ADDRINUSE,
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_ADDRINUSE,
                              "local_addr: the host cannot bind it");
     }
     return RNIC_CMD_OK;
@@ -470,20 +473,20 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
     int fd;
 
     if (!qp) {
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_STATE,
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_STATE,
                              "qpn: no such QP, or not IDLE and unconnected");
     }
     if (!rnic_sockaddr_to_host(&peer, &ss, &len)) {
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_PARAM,
                              "peer.family is not INET or INET6");
     }
-    if (!rnic_allowed(&s->peer_allow, "peer-allow", "CONNECT", &peer)) {
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_DENIED,
+    if (!rnic_allowed(&s->peer_allow, "peer-allow", RNIC_CMD_CONNECT, &peer)) {
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_DENIED,
                              "peer: not in peer-allow");
     }
     status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cmd_fail("CONNECT", status,
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, status,
                              "param.pdata_len or param.pdata_addr");
     }
     fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
@@ -492,7 +495,7 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
         if (fd >= 0) {
             close(fd);
         }
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_RESOURCE,
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_RESOURCE,
                              "no socket or connection slot");
     }
     c->peer = p->peer;
@@ -506,7 +509,8 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
     status = rnic_conn_start_initiator(s, c, qp, &p->param, pd);
     if (status != RNIC_CMD_OK) {
         rnic_conn_drop(c);
-        return rnic_cmd_fail("CONNECT", status, "param: MPA parameters (rtr)");
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, status,
+                             "param: MPA parameters (rtr)");
     }
     /* Non-blocking: completion (or failure) arrives as writability. */
     if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
@@ -514,7 +518,8 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
 
         rnic_conn_drop(c);
         trace_rnic_conn_error(0, err, "connect");
-        return rnic_cmd_fail("CONNECT", RNIC_CMD_ERR_PARAM, strerror(err));
+        return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_PARAM,
+                             strerror(err));
     }
     trace_rnic_connect(c->id, qp->qpn, le16_to_cpu(p->peer.port));
     rnic_conn_set_state(c, RNIC_CONN_CONNECTING);
@@ -574,16 +579,16 @@ uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
     uint16_t status;
 
     if (!c || c->state != RNIC_CONN_PENDING) {
-        return rnic_cmd_fail("ACCEPT", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_ACCEPT, RNIC_CMD_ERR_HANDLE,
                              "conn_id: no pending connection");
     }
     if (!qp) {
-        return rnic_cmd_fail("ACCEPT", RNIC_CMD_ERR_STATE,
+        return rnic_cmd_fail(RNIC_CMD_ACCEPT, RNIC_CMD_ERR_STATE,
                              "qpn: no such QP, or not IDLE and unconnected");
     }
     status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cmd_fail("ACCEPT", status,
+        return rnic_cmd_fail(RNIC_CMD_ACCEPT, status,
                              "param.pdata_len or param.pdata_addr");
     }
     if (c->initiator) {
@@ -597,7 +602,7 @@ uint16_t rnic_cmd_accept(RnicState *s, struct rnic_cmd *cmd)
         status = rnic_conn_reply(s, c, qp, &p->param, pd);
     }
     return status == RNIC_CMD_OK ? status
-                                 : rnic_cmd_fail("ACCEPT", status,
+                                 : rnic_cmd_fail(RNIC_CMD_ACCEPT, status,
                                                  "param: MPA parameters (rtr)");
 }
 
@@ -610,12 +615,12 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
     int len;
 
     if (!c || c->state != RNIC_CONN_PENDING) {
-        return rnic_cmd_fail("REJECT", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_REJECT, RNIC_CMD_ERR_HANDLE,
                              "conn_id: no pending connection");
     }
     status = rnic_cm_pdata(s, &p->param, pd);
     if (status != RNIC_CMD_OK) {
-        return rnic_cmd_fail("REJECT", status,
+        return rnic_cmd_fail(RNIC_CMD_REJECT, status,
                              "param.pdata_len or param.pdata_addr");
     }
     if (c->initiator) {
@@ -626,7 +631,7 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
                                 le16_to_cpu(p->param.pdata_len), c->mpa.out,
                                 sizeof(c->mpa.out));
     if (len < 0) {
-        return rnic_cmd_fail("REJECT", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_REJECT, RNIC_CMD_ERR_PARAM,
                              "param: the MPA Reject cannot be built");
     }
     rnic_conn_set_state(c, RNIC_CONN_REJECTING);
@@ -642,7 +647,7 @@ uint16_t rnic_cmd_disconnect(RnicState *s, struct rnic_cmd *cmd)
     RnicConn *c = qp ? qp->conn : NULL;
 
     if (!c) {
-        return rnic_cmd_fail("DISCONNECT", RNIC_CMD_ERR_STATE,
+        return rnic_cmd_fail(RNIC_CMD_DISCONNECT, RNIC_CMD_ERR_STATE,
                              "qpn: no such QP, or not connected");
     }
     if (abort) {
@@ -688,11 +693,11 @@ uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
         info = *qp->rejected;           /* the peer's Reject, kept */
         p->rtr = p->peer_rtr = p->flags = 0;
     } else {
-        return rnic_cmd_fail("QUERY_CONN", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_QUERY_CONN, RNIC_CMD_ERR_HANDLE,
                              "conn_id or qpn: no such connection");
     }
     if (rnic_pci_write(s, le64_to_cpu(p->info_addr), &info, sizeof(info))) {
-        return rnic_cmd_fail("QUERY_CONN", RNIC_CMD_ERR_DMA,
+        return rnic_cmd_fail(RNIC_CMD_QUERY_CONN, RNIC_CMD_ERR_DMA,
                              "info_addr: not writable");
     }
     return RNIC_CMD_OK;

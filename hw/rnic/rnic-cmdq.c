@@ -5,6 +5,7 @@
  * back into the same slot with the status last.
  */
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/units.h"
@@ -21,10 +22,30 @@
 #define RNIC_CMDQ_BUDGET        64
 #define RNIC_CMDQ_BUDGET_BYTES  (1 * MiB)
 
+/*
+ * One entry of the command table (rnic_cmds below), the device's one list
+ * of commands: the opcode's name for logs and traces, its handler, and the
+ * size of its payload struct (what the payload trace shows).
+ */
 typedef struct RnicCmdDesc {
     const char *name;
     RnicCmdFn *fn;
+    size_t payload;
 } RnicCmdDesc;
+
+/*
+ * RNIC_CMD_ENTRY(REG_MR, reg_mr, reg_mr): opcode RNIC_CMD_REG_MR, named
+ * "REG_MR", runs rnic_cmd_reg_mr() on a struct rnic_cmd_reg_mr, which the
+ * build checks fits the descriptor's payload.
+ */
+#define RNIC_CMD_ENTRY(op, handler, pl)                                     \
+    [RNIC_CMD_##op] = {                                                     \
+        .name = #op,                                                        \
+        .fn = rnic_cmd_##handler,                                           \
+        .payload = sizeof(struct rnic_cmd_##pl) +                           \
+            QEMU_BUILD_BUG_ON_ZERO(sizeof(struct rnic_cmd_##pl) >           \
+                                   RNIC_CMD_PAYLOAD),                       \
+    }
 
 static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
 {
@@ -69,32 +90,32 @@ static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
 }
 
 static const RnicCmdDesc rnic_cmds[] = {
-    [RNIC_CMD_QUERY_DEVICE] = { "QUERY_DEVICE", rnic_cmd_query_device },
-    [RNIC_CMD_CREATE_PD] = { "CREATE_PD", rnic_cmd_create_pd },
-    [RNIC_CMD_DESTROY_PD] = { "DESTROY_PD", rnic_cmd_destroy_pd },
-    [RNIC_CMD_REG_MR] = { "REG_MR", rnic_cmd_reg_mr },
-    [RNIC_CMD_DEREG_MR] = { "DEREG_MR", rnic_cmd_dereg_mr },
-    [RNIC_CMD_ALLOC_MW] = { "ALLOC_MW", rnic_cmd_alloc_mw },
-    [RNIC_CMD_BIND_MW] = { "BIND_MW", rnic_cmd_bind_mw },
-    [RNIC_CMD_DEALLOC_MW] = { "DEALLOC_MW", rnic_cmd_dealloc_mw },
-    [RNIC_CMD_CREATE_CQ] = { "CREATE_CQ", rnic_cmd_create_cq },
-    [RNIC_CMD_DESTROY_CQ] = { "DESTROY_CQ", rnic_cmd_destroy_cq },
-    [RNIC_CMD_CREATE_QP] = { "CREATE_QP", rnic_cmd_create_qp },
-    [RNIC_CMD_MODIFY_QP] = { "MODIFY_QP", rnic_cmd_modify_qp },
-    [RNIC_CMD_QUERY_QP] = { "QUERY_QP", rnic_cmd_query_qp },
-    [RNIC_CMD_DESTROY_QP] = { "DESTROY_QP", rnic_cmd_destroy_qp },
-    [RNIC_CMD_CREATE_SRQ] = { "CREATE_SRQ", rnic_cmd_create_srq },
-    [RNIC_CMD_DESTROY_SRQ] = { "DESTROY_SRQ", rnic_cmd_destroy_srq },
-    [RNIC_CMD_LISTEN] = { "LISTEN", rnic_cmd_listen },
-    [RNIC_CMD_UNLISTEN] = { "UNLISTEN", rnic_cmd_unlisten },
-    [RNIC_CMD_CONNECT] = { "CONNECT", rnic_cmd_connect },
-    [RNIC_CMD_ACCEPT] = { "ACCEPT", rnic_cmd_accept },
-    [RNIC_CMD_REJECT] = { "REJECT", rnic_cmd_reject },
-    [RNIC_CMD_DISCONNECT] = { "DISCONNECT", rnic_cmd_disconnect },
-    [RNIC_CMD_QUERY_CONN] = { "QUERY_CONN", rnic_cmd_query_conn },
-    [RNIC_CMD_INVALIDATE] = { "INVALIDATE", rnic_cmd_invalidate },
-    [RNIC_CMD_ALLOC_MR] = { "ALLOC_MR", rnic_cmd_alloc_mr },
-    [RNIC_CMD_MODIFY_SRQ] = { "MODIFY_SRQ", rnic_cmd_modify_srq },
+    RNIC_CMD_ENTRY(QUERY_DEVICE, query_device, query_device),
+    RNIC_CMD_ENTRY(CREATE_PD, create_pd, pd),
+    RNIC_CMD_ENTRY(DESTROY_PD, destroy_pd, pd),
+    RNIC_CMD_ENTRY(REG_MR, reg_mr, reg_mr),
+    RNIC_CMD_ENTRY(DEREG_MR, dereg_mr, stag),
+    RNIC_CMD_ENTRY(ALLOC_MW, alloc_mw, alloc_mw),
+    RNIC_CMD_ENTRY(BIND_MW, bind_mw, bind_mw),
+    RNIC_CMD_ENTRY(DEALLOC_MW, dealloc_mw, stag),
+    RNIC_CMD_ENTRY(CREATE_CQ, create_cq, cq),
+    RNIC_CMD_ENTRY(DESTROY_CQ, destroy_cq, cq),
+    RNIC_CMD_ENTRY(CREATE_QP, create_qp, qp),
+    RNIC_CMD_ENTRY(MODIFY_QP, modify_qp, modify_qp),
+    RNIC_CMD_ENTRY(QUERY_QP, query_qp, query_qp),
+    RNIC_CMD_ENTRY(DESTROY_QP, destroy_qp, qp),
+    RNIC_CMD_ENTRY(CREATE_SRQ, create_srq, srq),
+    RNIC_CMD_ENTRY(DESTROY_SRQ, destroy_srq, srq),
+    RNIC_CMD_ENTRY(LISTEN, listen, listen),
+    RNIC_CMD_ENTRY(UNLISTEN, unlisten, listen),
+    RNIC_CMD_ENTRY(CONNECT, connect, connect),
+    RNIC_CMD_ENTRY(ACCEPT, accept, accept),
+    RNIC_CMD_ENTRY(REJECT, reject, accept),
+    RNIC_CMD_ENTRY(DISCONNECT, disconnect, disconnect),
+    RNIC_CMD_ENTRY(QUERY_CONN, query_conn, query_conn),
+    RNIC_CMD_ENTRY(INVALIDATE, invalidate, stag),
+    RNIC_CMD_ENTRY(ALLOC_MR, alloc_mr, alloc_mr),
+    RNIC_CMD_ENTRY(MODIFY_SRQ, modify_srq, modify_srq),
 };
 
 const char *rnic_cmd_name(uint8_t opcode)
@@ -105,14 +126,17 @@ const char *rnic_cmd_name(uint8_t opcode)
     return "UNKNOWN";
 }
 
-uint16_t rnic_cmd_fail(const char *cmd, uint16_t status, const char *why)
+uint16_t rnic_cmd_fail(uint8_t opcode, uint16_t status, const char *why)
 {
-    qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s failed: %s\n", cmd, why);
-    trace_rnic_err_cmd(cmd, status, why);
+    const char *name = rnic_cmd_name(opcode);
+
+    qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s failed: %s\n", name, why);
+    trace_rnic_err_cmd(name, status, why);
     return status;
 }
 
-static uint16_t rnic_cmd_execute(RnicState *s, struct rnic_cmd *cmd)
+static uint16_t rnic_cmd_execute(RnicState *s, uint32_t index,
+                                 struct rnic_cmd *cmd)
 {
     const RnicCmdDesc *d = cmd->opcode < ARRAY_SIZE(rnic_cmds) ?
                            &rnic_cmds[cmd->opcode] : NULL;
@@ -122,6 +146,12 @@ static uint16_t rnic_cmd_execute(RnicState *s, struct rnic_cmd *cmd)
                       "not supported\n", cmd->opcode,
                       rnic_cmd_name(cmd->opcode));
         return RNIC_CMD_ERR_OPCODE;
+    }
+    if (trace_event_get_state_backends(TRACE_RNIC_CMD_PAYLOAD)) {
+        g_autoptr(GString) hex = qemu_hexdump_line(NULL, cmd->u.raw,
+                                                   d->payload, 4, 0);
+
+        trace_rnic_cmd_payload(index, d->name, hex->str);
     }
     return d->fn(s, cmd);
 }
@@ -151,7 +181,7 @@ static bool rnic_cmdq_one(RnicState *s, const RnicRing *r, bool *irq)
         rnic_cmdq_fatal(s, rnic_ring_addr(r, index));
         return false;
     }
-    status = rnic_cmd_execute(s, &cmd);
+    status = rnic_cmd_execute(s, index, &cmd);
     trace_rnic_cmd(index, rnic_cmd_name(cmd.opcode), cmd.opcode, status);
     cmd.status = cpu_to_le16(status);
     /* Outputs first, status last: the driver polls the status. */

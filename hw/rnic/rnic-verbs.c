@@ -40,7 +40,7 @@ static uint16_t rnic_stag_status_to_cmd(enum rnic_stag_status st)
  * The command's status for @st, logged with the payload @fields it is
  * about: a reused key is always the payload's key.
  */
-static uint16_t rnic_stag_result(const char *cmd, const char *fields,
+static uint16_t rnic_stag_result(uint8_t opcode, const char *fields,
                                  enum rnic_stag_status st)
 {
     g_autofree char *why = NULL;
@@ -50,7 +50,7 @@ static uint16_t rnic_stag_result(const char *cmd, const char *fields,
     }
     why = g_strdup_printf("%s: %s", st == RNIC_STAG_ERR_KEY_REUSED ? "key" :
                           fields, rnic_stag_status_name(st));
-    return rnic_cmd_fail(cmd, rnic_stag_status_to_cmd(st), why);
+    return rnic_cmd_fail(opcode, rnic_stag_status_to_cmd(st), why);
 }
 
 static bool rnic_pd_exists(RnicState *s, uint32_t pdn)
@@ -71,14 +71,14 @@ uint16_t rnic_cmd_create_pd(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->pdn = cpu_to_le32(pd);
     }
-    return rnic_stag_result("CREATE_PD", "pdn", st);
+    return rnic_stag_result(RNIC_CMD_CREATE_PD, "pdn", st);
 }
 
 uint16_t rnic_cmd_destroy_pd(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_pd *p = (void *)cmd->u.raw;
 
-    return rnic_stag_result("DESTROY_PD", "pdn",
+    return rnic_stag_result(RNIC_CMD_DESTROY_PD, "pdn",
                             rnic_pd_free(s->stags, le32_to_cpu(p->pdn)));
 }
 
@@ -125,15 +125,16 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     uint32_t stag;
 
     if (bad) {
-        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_PARAM, bad);
+        return rnic_cmd_fail(RNIC_CMD_REG_MR, RNIC_CMD_ERR_PARAM, bad);
     }
     if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
-        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_HANDLE, "pdn: no such PD");
+        return rnic_cmd_fail(RNIC_CMD_REG_MR, RNIC_CMD_ERR_HANDLE,
+                             "pdn: no such PD");
     }
     /* Every limit before the page list costs a byte or a cycle. */
     st = rnic_mr_admit(s->stags, npages);
     if (st != RNIC_STAG_OK) {
-        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_RESOURCE,
+        return rnic_cmd_fail(RNIC_CMD_REG_MR, RNIC_CMD_ERR_RESOURCE,
                              "max-mrs regions exist, or the page list would "
                              "pass max-page-list-bytes");
     }
@@ -141,7 +142,7 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     pages = g_new(uint64_t, npages);
     if (rnic_pci_read(s, le64_to_cpu(p->pbl_addr), pages,
                       npages * sizeof(uint64_t))) {
-        return rnic_cmd_fail("REG_MR", RNIC_CMD_ERR_DMA,
+        return rnic_cmd_fail(RNIC_CMD_REG_MR, RNIC_CMD_ERR_DMA,
                              "pbl_addr: page list not readable");
     }
     for (uint32_t i = 0; i < npages; i++) {
@@ -164,7 +165,7 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result("REG_MR",
+    return rnic_stag_result(RNIC_CMD_REG_MR,
                             "page_shift, first_byte_offset or the page list",
                             st);
 }
@@ -185,17 +186,17 @@ uint16_t rnic_cmd_alloc_mr(RnicState *s, struct rnic_cmd *cmd)
     uint32_t stag;
 
     if (p->flags & ~RNIC_ALLOC_MR_PHYS) {
-        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_ALLOC_MR, RNIC_CMD_ERR_PARAM,
                              "flags has a bit other than PHYS");
     }
     if (phys ? max_pages != 0
              : !max_pages || max_pages > RNIC_FAST_REG_MAX_PAGES) {
-        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_PARAM, phys ?
+        return rnic_cmd_fail(RNIC_CMD_ALLOC_MR, RNIC_CMD_ERR_PARAM, phys ?
                              "max_pages is not 0 with PHYS" :
                              "max_pages is 0 or above RNIC_FAST_REG_MAX_PAGES");
     }
     if (!rnic_pd_exists(s, pdn)) {
-        return rnic_cmd_fail("ALLOC_MR", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_ALLOC_MR, RNIC_CMD_ERR_HANDLE,
                              "pdn: no such PD");
     }
     st = phys ? rnic_mr_alloc_phys(s->stags, pdn, p->key, &stag)
@@ -203,14 +204,14 @@ uint16_t rnic_cmd_alloc_mr(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result("ALLOC_MR", "stag", st);
+    return rnic_stag_result(RNIC_CMD_ALLOC_MR, "stag", st);
 }
 
 uint16_t rnic_cmd_dereg_mr(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_stag *p = (void *)cmd->u.raw;
 
-    return rnic_stag_result("DEREG_MR", "stag",
+    return rnic_stag_result(RNIC_CMD_DEREG_MR, "stag",
                             rnic_mr_deregister(s->stags, le32_to_cpu(p->stag)));
 }
 
@@ -221,11 +222,11 @@ uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
     uint32_t stag;
 
     if (p->type != 1 && p->type != 2) {
-        return rnic_cmd_fail("ALLOC_MW", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_ALLOC_MW, RNIC_CMD_ERR_PARAM,
                              "type is not 1 or 2");
     }
     if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
-        return rnic_cmd_fail("ALLOC_MW", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_ALLOC_MW, RNIC_CMD_ERR_HANDLE,
                              "pdn: no such PD");
     }
     st = rnic_mw_alloc(s->stags, le32_to_cpu(p->pdn),
@@ -234,7 +235,7 @@ uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result("ALLOC_MW", "stag", st);
+    return rnic_stag_result(RNIC_CMD_ALLOC_MW, "stag", st);
 }
 
 uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
@@ -248,15 +249,15 @@ uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
 
     st = rnic_stag_query(s->stags, mw, &info);
     if (st != RNIC_STAG_OK) {
-        return rnic_stag_result("BIND_MW", "mw_stag", st);
+        return rnic_stag_result(RNIC_CMD_BIND_MW, "mw_stag", st);
     }
     if (info.kind != RNIC_STAG_MW_TYPE1) {
-        return rnic_cmd_fail("BIND_MW", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_BIND_MW, RNIC_CMD_ERR_PARAM,
                              "mw_stag is not a type 1 window (type 2 windows "
                              "are bound by the BIND_MW work request)");
     }
     if (p->policy > RNIC_MR_POLICY_ONE_SHOT) {
-        return rnic_cmd_fail("BIND_MW", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_BIND_MW, RNIC_CMD_ERR_PARAM,
                              "policy is not DEFAULT, PERSISTENT or ONE_SHOT");
     }
     attr = (struct rnic_mw_bind_attr) {
@@ -273,14 +274,14 @@ uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->new_stag = cpu_to_le32(new_stag);
     }
-    return rnic_stag_result("BIND_MW", "mr_stag, addr or length", st);
+    return rnic_stag_result(RNIC_CMD_BIND_MW, "mr_stag, addr or length", st);
 }
 
 uint16_t rnic_cmd_dealloc_mw(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_stag *p = (void *)cmd->u.raw;
 
-    return rnic_stag_result("DEALLOC_MW", "stag",
+    return rnic_stag_result(RNIC_CMD_DEALLOC_MW, "stag",
                             rnic_mw_dealloc(s->stags, le32_to_cpu(p->stag)));
 }
 
@@ -294,7 +295,7 @@ uint16_t rnic_cmd_invalidate(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         st = rnic_stag_invalidate_local(s->stags, stag, info.pd);
     }
-    return rnic_stag_result("INVALIDATE", "stag", st);
+    return rnic_stag_result(RNIC_CMD_INVALIDATE, "stag", st);
 }
 
 /* ---- CQs ---- */
@@ -327,23 +328,24 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     RnicCq *cq;
 
     if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_cqe)) {
-        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_PARAM,
                              "ring_addr is 0 or not 4 KiB aligned, or "
                              "2^log_size is above max_cqe");
     }
     if (p->msix_vector == RNIC_MSIX_VEC_ADMIN ||
         p->msix_vector >= RNIC_MSIX_VECTORS) {
-        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_PARAM,
                              "msix_vector is not 1..7");
     }
     if (!rnic_udb_ok(s, p->udb)) {
-        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_PARAM, RNIC_UDB_BAD);
+        return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_PARAM,
+                             RNIC_UDB_BAD);
     }
     for (i = 0; i < s->limits.max_cq && s->cqs[i]; i++) {
         continue;
     }
     if (i == s->limits.max_cq) {
-        return rnic_cmd_fail("CREATE_CQ", RNIC_CMD_ERR_RESOURCE,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_RESOURCE,
                              "all CQs in use");
     }
     cq = g_new0(RnicCq, 1);
@@ -377,11 +379,11 @@ uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
     RnicCq *cq = rnic_cq_get(s, le32_to_cpu(p->cqn));
 
     if (!cq) {
-        return rnic_cmd_fail("DESTROY_CQ", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_DESTROY_CQ, RNIC_CMD_ERR_HANDLE,
                              "cqn: no such CQ");
     }
     if (rnic_cq_refcount(cq->core)) {
-        return rnic_cmd_fail("DESTROY_CQ", RNIC_CMD_ERR_BUSY,
+        return rnic_cmd_fail(RNIC_CMD_DESTROY_CQ, RNIC_CMD_ERR_BUSY,
                              "QPs still use the CQ");
     }
     rnic_cq_free(s, cq);
@@ -399,22 +401,23 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     uint32_t i;
 
     if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_srq_wr)) {
-        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_PARAM,
                              "ring_addr is 0 or not 4 KiB aligned, or "
                              "2^log_size is above max_srq_wr");
     }
     if (!rnic_udb_ok(s, p->udb)) {
-        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_PARAM, RNIC_UDB_BAD);
+        return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_PARAM,
+                             RNIC_UDB_BAD);
     }
     for (i = 0; i < s->limits.max_srq && s->srqs[i]; i++) {
         continue;
     }
     if (i == s->limits.max_srq) {
-        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_RESOURCE,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_RESOURCE,
                              "all SRQs in use");
     }
     if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
-        return rnic_cmd_fail("CREATE_SRQ", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_HANDLE,
                              "pdn: no such PD");
     }
     srq = g_new0(RnicSrq, 1);
@@ -436,11 +439,11 @@ uint16_t rnic_cmd_modify_srq(RnicState *s, struct rnic_cmd *cmd)
     uint32_t limit = le32_to_cpu(p->limit);
 
     if (!srq) {
-        return rnic_cmd_fail("MODIFY_SRQ", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_MODIFY_SRQ, RNIC_CMD_ERR_HANDLE,
                              "srqn: no such SRQ");
     }
     if (limit > rnic_ring_entries(&srq->ring)) {
-        return rnic_cmd_fail("MODIFY_SRQ", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_MODIFY_SRQ, RNIC_CMD_ERR_PARAM,
                              "limit: more than the SRQ's entries");
     }
     srq->limit = limit;
@@ -484,11 +487,11 @@ uint16_t rnic_cmd_destroy_srq(RnicState *s, struct rnic_cmd *cmd)
     RnicSrq *srq = rnic_srq_get(s, le32_to_cpu(p->srqn));
 
     if (!srq) {
-        return rnic_cmd_fail("DESTROY_SRQ", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_DESTROY_SRQ, RNIC_CMD_ERR_HANDLE,
                              "srqn: no such SRQ");
     }
     if (rnic_srq_destroy(srq->core) == -EBUSY) {
-        return rnic_cmd_fail("DESTROY_SRQ", RNIC_CMD_ERR_BUSY,
+        return rnic_cmd_fail(RNIC_CMD_DESTROY_SRQ, RNIC_CMD_ERR_BUSY,
                              "QPs still use the SRQ");
     }
     rnic_srq_release(s, srq);
@@ -506,34 +509,35 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_qp *p,
     *rcq = rnic_cq_get(s, le32_to_cpu(p->recv_cqn));
     *srq = srqn == RNIC_NO_SRQ ? NULL : rnic_srq_get(s, srqn);
     if (!*scq || !*rcq) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_HANDLE,
                              "send_cqn or recv_cqn: no such CQ");
     }
     if (srqn != RNIC_NO_SRQ && !*srq) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_HANDLE,
                              "srqn: no such SRQ");
     }
     if (!rnic_wq_ring_ok(le64_to_cpu(p->sq_addr), p->sq_log_size,
                          s->limits.max_qp_wr)) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_PARAM,
                              "sq_addr is 0 or not 4 KiB aligned, or "
                              "2^sq_log_size is above max_qp_wr");
     }
     if (!*srq && !rnic_wq_ring_ok(le64_to_cpu(p->rq_addr), p->rq_log_size,
                                   s->limits.max_qp_wr)) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_PARAM,
                              "rq_addr is 0 or not 4 KiB aligned, or "
                              "2^rq_log_size is above max_qp_wr");
     }
     if (le16_to_cpu(p->flags) & ~RNIC_QP_FLAG_KERNEL) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_PARAM,
                              "flags has a bit other than KERNEL");
     }
     if (!rnic_udb_ok(s, p->udb)) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_PARAM, RNIC_UDB_BAD);
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_PARAM,
+                             RNIC_UDB_BAD);
     }
     if (*srq && (*srq)->pdn != le32_to_cpu(p->pdn)) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_ACCESS,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_ACCESS,
                              "srqn: the SRQ belongs to another PD");
     }
     return RNIC_CMD_OK;
@@ -554,7 +558,7 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
         return status;
     }
     if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_HANDLE,
                              "pdn: no such PD");
     }
     qp = g_new0(RnicQp, 1);
@@ -562,7 +566,7 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
     if (ret) {
         rnic_pd_put(s->stags, pdn);
         g_free(qp);
-        return rnic_cmd_fail("CREATE_QP", RNIC_CMD_ERR_RESOURCE,
+        return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_RESOURCE,
                              ret == -EAGAIN ? "free QP numbers are all in "
                              "timewait" : "all QPs in use");
     }
@@ -619,7 +623,7 @@ uint16_t rnic_cmd_destroy_qp(RnicState *s, struct rnic_cmd *cmd)
     RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
 
     if (!qp) {
-        return rnic_cmd_fail("DESTROY_QP", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_DESTROY_QP, RNIC_CMD_ERR_HANDLE,
                              "qpn: no such QP");
     }
     rnic_qp_release(s, qp);
@@ -634,11 +638,11 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
     int ret;
 
     if (!qp) {
-        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_MODIFY_QP, RNIC_CMD_ERR_HANDLE,
                              "qpn: no such QP");
     }
     if (mask & ~RNIC_MODIFY_STATE) {
-        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_MODIFY_QP, RNIC_CMD_ERR_PARAM,
                              "mask has bits other than STATE (IRD/ORD are "
                              "CONNECT's and ACCEPT's param.ird, param.ord)");
     }
@@ -646,7 +650,7 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
         return RNIC_CMD_OK;
     }
     if (p->state != RNIC_QPS_IDLE && p->state != RNIC_QPS_ERROR) {
-        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_PARAM,
+        return rnic_cmd_fail(RNIC_CMD_MODIFY_QP, RNIC_CMD_ERR_PARAM,
                              "state is not IDLE or ERROR");
     }
     if (qp->conn && p->state == RNIC_QPS_ERROR) {
@@ -660,7 +664,7 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
     }
     ret = rnic_qp_modify(qp->core, (enum rnic_qp_state)p->state);
     if (ret == -EINVAL || ret == -EBUSY) {
-        return rnic_cmd_fail("MODIFY_QP", RNIC_CMD_ERR_STATE,
+        return rnic_cmd_fail(RNIC_CMD_MODIFY_QP, RNIC_CMD_ERR_STATE,
                              "transition not allowed from this state");
     }
     return RNIC_CMD_OK;
@@ -672,7 +676,7 @@ uint16_t rnic_cmd_query_qp(RnicState *s, struct rnic_cmd *cmd)
     RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
 
     if (!qp) {
-        return rnic_cmd_fail("QUERY_QP", RNIC_CMD_ERR_HANDLE,
+        return rnic_cmd_fail(RNIC_CMD_QUERY_QP, RNIC_CMD_ERR_HANDLE,
                              "qpn: no such QP");
     }
     p->state = qp->core->state;     /* same numbering as the ABI */

@@ -331,8 +331,11 @@ extern const MemoryRegionOps rnic_udb_ops;
 void rnic_cmdq_kick(RnicState *s);
 void rnic_cmdq_run(void *opaque);
 const char *rnic_cmd_name(uint8_t opcode);
-/* Logs why command @cmd failed (a guest error naming the field); @status. */
-uint16_t rnic_cmd_fail(const char *cmd, uint16_t status, const char *why);
+/*
+ * Logs why the command of @opcode (RNIC_CMD_*) failed, a guest error
+ * naming the field, under the command table's name; returns @status.
+ */
+uint16_t rnic_cmd_fail(uint8_t opcode, uint16_t status, const char *why);
 
 /* rnic-verbs.c */
 typedef uint16_t RnicCmdFn(RnicState *s, struct rnic_cmd *cmd);
