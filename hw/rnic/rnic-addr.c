@@ -14,7 +14,7 @@ bool rnic_addr_map_init(RnicState *s, Error **errp)
 {
     char err[160];
 
-    if (rnic_addr_map_parse(&s->addr_map, s->addr_map_str ?:
+    if (rnic_addr_map_parse(&s->params.addr_map, s->params.addr_map_str ?:
                             RNIC_ADDR_MAP_DEFAULT, err, sizeof(err))) {
         error_setg(errp, "rnic: addr-map: %s", err);
         return false;
@@ -29,7 +29,7 @@ struct rnic_sockaddr rnic_addr_to_host(RnicState *s,
     struct rnic_sockaddr host = *guest;
     int af = guest->family == RNIC_AF_INET ? AF_INET : AF_INET6;
     char g[INET6_ADDRSTRLEN] = "?", h[INET6_ADDRSTRLEN] = "?";
-    int rule = rnic_addr_map_to_host(&s->addr_map, guest->family,
+    int rule = rnic_addr_map_to_host(&s->params.addr_map, guest->family,
                                      host.addr);
 
     if (trace_event_get_state_backends(TRACE_RNIC_ADDR_MAP)) {

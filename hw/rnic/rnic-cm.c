@@ -142,7 +142,7 @@ static uint8_t rnic_cm_rtr(RnicState *s, bool initiator, uint8_t given)
     if (given & RNIC_RTR_GIVEN) {
         return given & RNIC_RTR_TYPES;
     }
-    return initiator && !s->mpa_p2p ? 0 : s->mpa_rtr;
+    return initiator && !s->params.mpa_p2p ? 0 : s->params.mpa_rtr;
 }
 
 /* Our limits and the guest's choices for an MPA exchange. */
@@ -151,12 +151,12 @@ void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
                          struct rnic_mpa_params *p)
 {
     *p = (struct rnic_mpa_params) {
-        .rev = s->mpa_rev,
-        .crc = s->mpa_crc,
-        .markers_wanted = s->mpa_markers,
-        .markers_allowed = s->mpa_markers,
-        .ird = MIN(ird, s->limits.max_ird),
-        .ord = MIN(ord, s->limits.max_ord),
+        .rev = s->params.mpa_rev,
+        .crc = s->params.mpa_crc,
+        .markers_wanted = s->params.mpa_markers,
+        .markers_allowed = s->params.mpa_markers,
+        .ird = MIN(ird, s->params.limits.max_ird),
+        .ord = MIN(ord, s->params.limits.max_ord),
         .rtr = rtr,
         .pd = pd,
         .pd_len = pd_len,
@@ -270,7 +270,8 @@ static void rnic_listener_accept(void *opaque)
     l->waiting++;
     rnic_listener_watch(l);
     rnic_fd_names(fd, &c->local, &c->peer);
-    rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0,
+    rnic_mpa_params_for(s, s->params.limits.max_ird,
+                        s->params.limits.max_ord, NULL, 0,
                         rnic_cm_rtr(s, false, 0), &p);
     rnic_mpa_conn_init(&c->mpa, false, &p);
     trace_rnic_conn_incoming(c->id, l->id);
@@ -305,7 +306,7 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_PARAM,
                              "local.family is not INET or INET6");
     }
-    if (!rnic_allowed(&s->listen_allow, "listen-allow", RNIC_CMD_LISTEN,
+    if (!rnic_allowed(&s->params.listen_allow, "listen-allow", RNIC_CMD_LISTEN,
                       &local)) {
         return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_DENIED,
                              "local: not in listen-allow");
@@ -447,7 +448,7 @@ static uint16_t rnic_cm_bind_local(RnicState *s, int fd,
         return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_PARAM,
                              "local_addr: family is not the peer's");
     }
-    if (!rnic_allowed(&s->listen_allow, "listen-allow", RNIC_CMD_CONNECT,
+    if (!rnic_allowed(&s->params.listen_allow, "listen-allow", RNIC_CMD_CONNECT,
                       local)) {
         return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_DENIED,
                              "local_addr: not in listen-allow");
@@ -480,7 +481,8 @@ uint16_t rnic_cmd_connect(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_PARAM,
                              "peer.family is not INET or INET6");
     }
-    if (!rnic_allowed(&s->peer_allow, "peer-allow", RNIC_CMD_CONNECT, &peer)) {
+    if (!rnic_allowed(&s->params.peer_allow, "peer-allow", RNIC_CMD_CONNECT,
+                      &peer)) {
         return rnic_cmd_fail(RNIC_CMD_CONNECT, RNIC_CMD_ERR_DENIED,
                              "peer: not in peer-allow");
     }
@@ -735,7 +737,8 @@ bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp)
         rnic_eq_post(s, RNIC_EV_CONN_REQUEST, c->id, c->listener_id, 0);
         return true;
     }
-    rnic_mpa_params_for(s, s->limits.max_ird, s->limits.max_ord, NULL, 0,
+    rnic_mpa_params_for(s, s->params.limits.max_ird,
+                        s->params.limits.max_ord, NULL, 0,
                         rnic_cm_rtr(s, false, 0), &p);
     rnic_mpa_conn_init(&c->mpa, false, &p);
     rnic_conn_set_state(c, RNIC_CONN_WAIT_REQUEST);
@@ -744,23 +747,23 @@ bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp)
 
 bool rnic_cm_init(RnicState *s, Error **errp)
 {
-    if (!s->mpa_timeout_ms || !s->close_timeout_ms) {
+    if (!s->params.mpa_timeout_ms || !s->params.close_timeout_ms) {
         error_setg(errp, "rnic: mpa-timeout-ms and close-timeout-ms must be "
                    "at least 1");
         return false;
     }
     /* Nothing by default: the user names what the guest may reach. */
-    if (!rnic_policy_parse(s->listen_allow_str ?: "", &s->listen_allow,
-                           "listen-allow", errp)) {
+    if (!rnic_policy_parse(s->params.listen_allow_str ?: "",
+                           &s->params.listen_allow, "listen-allow", errp)) {
         return false;
     }
-    if (!rnic_policy_parse(s->peer_allow_str ?: "", &s->peer_allow,
-                           "peer-allow", errp)) {
-        rnic_addr_policy_free(&s->listen_allow);
+    if (!rnic_policy_parse(s->params.peer_allow_str ?: "",
+                           &s->params.peer_allow, "peer-allow", errp)) {
+        rnic_addr_policy_free(&s->params.listen_allow);
         return false;
     }
     /* max-qps slots for the guest's CONNECTs, as many for the rest */
-    s->max_conns = 2 * s->limits.max_qp;
+    s->max_conns = 2 * s->params.limits.max_qp;
     s->conns = g_new0(RnicConn *, s->max_conns);
     s->conn_ids = g_hash_table_new(g_direct_hash, g_direct_equal);
     return true;
@@ -782,6 +785,6 @@ void rnic_cm_fini(RnicState *s)
     rnic_cm_reset(s);
     g_free(s->conns);
     g_hash_table_destroy(s->conn_ids);
-    rnic_addr_policy_free(&s->listen_allow);
-    rnic_addr_policy_free(&s->peer_allow);
+    rnic_addr_policy_free(&s->params.listen_allow);
+    rnic_addr_policy_free(&s->params.peer_allow);
 }

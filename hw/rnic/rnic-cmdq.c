@@ -50,39 +50,40 @@ typedef struct RnicCmdDesc {
 static uint16_t rnic_cmd_query_device(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_query_device *in = (void *)cmd->u.raw;
+    const RnicParams *p = &s->params;
     struct rnic_device_attr attr = {
         .abi_version = cpu_to_le32(RNIC_VERSION_VALUE),
-        .max_pd = cpu_to_le32(s->limits.max_pd),
-        .max_mr = cpu_to_le32(s->limits.max_mr),
-        .max_mw = cpu_to_le32(s->limits.max_mw),
-        .max_cq = cpu_to_le32(s->limits.max_cq),
-        .max_cqe = cpu_to_le32(s->limits.max_cqe),
-        .max_qp = cpu_to_le32(s->limits.max_qp),
-        .max_qp_wr = cpu_to_le32(s->limits.max_qp_wr),
-        .max_srq = cpu_to_le32(s->limits.max_srq),
-        .max_srq_wr = cpu_to_le32(s->limits.max_srq_wr),
+        .max_pd = cpu_to_le32(p->limits.max_pd),
+        .max_mr = cpu_to_le32(p->limits.max_mr),
+        .max_mw = cpu_to_le32(p->limits.max_mw),
+        .max_cq = cpu_to_le32(p->limits.max_cq),
+        .max_cqe = cpu_to_le32(p->limits.max_cqe),
+        .max_qp = cpu_to_le32(p->limits.max_qp),
+        .max_qp_wr = cpu_to_le32(p->limits.max_qp_wr),
+        .max_srq = cpu_to_le32(p->limits.max_srq),
+        .max_srq_wr = cpu_to_le32(p->limits.max_srq_wr),
         .max_sge = cpu_to_le32(RNIC_WQE_MAX_SGE),
-        .max_ird = cpu_to_le32(s->limits.max_ird),
-        .max_ord = cpu_to_le32(s->limits.max_ord),
+        .max_ird = cpu_to_le32(p->limits.max_ird),
+        .max_ord = cpu_to_le32(p->limits.max_ord),
         .max_pdata = cpu_to_le32(RNIC_MAX_PDATA),
         .max_mr_size = cpu_to_le64(RNIC_DEV_MAX_MR_SIZE),
-        .max_page_list_bytes = cpu_to_le64(s->limits.max_page_list_bytes),
+        .max_page_list_bytes = cpu_to_le64(p->limits.max_page_list_bytes),
         .page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(RNIC_MR_MIN_PAGE_SHIFT,
                                      RNIC_MR_MAX_PAGE_SHIFT -
                                      RNIC_MR_MIN_PAGE_SHIFT + 1)),
         .msix_vectors = cpu_to_le32(RNIC_MSIX_VECTORS),
-        .mpa_rev = cpu_to_le32(s->mpa_rev),
+        .mpa_rev = cpu_to_le32(p->mpa_rev),
         .flags = cpu_to_le32(
-            (s->mpa_crc == RNIC_MPA_CRC_REQUIRED ? RNIC_DEV_CRC_REQUIRED : 0) |
-            (s->mpa_markers ? RNIC_DEV_MARKERS : 0) |
-            (s->stag_one_shot ? RNIC_DEV_STAG_ONE_SHOT : 0) |
-            (s->mpa_p2p ? RNIC_DEV_MPA_P2P : 0)),
-        .mpa_rtr = s->mpa_rtr,
+            (p->mpa_crc == RNIC_MPA_CRC_REQUIRED ? RNIC_DEV_CRC_REQUIRED : 0) |
+            (p->mpa_markers ? RNIC_DEV_MARKERS : 0) |
+            (p->stag_one_shot ? RNIC_DEV_STAG_ONE_SHOT : 0) |
+            (p->mpa_p2p ? RNIC_DEV_MPA_P2P : 0)),
+        .mpa_rtr = p->mpa_rtr,
         .max_fast_reg_pages = cpu_to_le32(RNIC_FAST_REG_MAX_PAGES),
-        .udb_pages = cpu_to_le32(s->udb_pages),
+        .udb_pages = cpu_to_le32(p->udb_pages),
     };
 
-    memcpy(attr.mac, s->mac.a, sizeof(attr.mac));
+    memcpy(attr.mac, p->mac.a, sizeof(attr.mac));
     if (rnic_pci_write(s, le64_to_cpu(in->attr_addr), &attr, sizeof(attr))) {
         return RNIC_CMD_ERR_DMA;
     }

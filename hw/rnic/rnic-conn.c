@@ -44,7 +44,7 @@ static void rnic_conn_again(void *opaque);
  */
 static void rnic_conn_set_bufs(RnicState *s, int fd)
 {
-    int size = s->sock_buf;
+    int size = s->params.sock_buf;
 
     if (size) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
@@ -80,7 +80,7 @@ RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive)
     RnicConn *c;
     uint32_t i;
 
-    if (passive && s->passive_conns >= s->max_conns - s->limits.max_qp) {
+    if (passive && s->passive_conns >= s->max_conns - s->params.limits.max_qp) {
         return NULL;
     }
     for (i = 0; i < s->max_conns && s->conns[i]; i++) {
@@ -183,7 +183,7 @@ static void rnic_conn_wait_mpa(RnicConn *c)
     rnic_conn_watch(c, rd ? rnic_conn_readable : NULL,
                     wr ? rnic_conn_writable : NULL);
     if (rnic_conn_mpa_phase(c)) {
-        rnic_conn_arm_deadline(c, c->s->mpa_timeout_ms);
+        rnic_conn_arm_deadline(c, c->s->params.mpa_timeout_ms);
     } else {
         timer_del(c->deadline);
     }
@@ -209,7 +209,7 @@ static void rnic_conn_wait_dp(RnicConn *c, RnicVerdict v)
         }
     }
     if (c->state == RNIC_CONN_DRAINING || c->state == RNIC_CONN_FIN_WAIT) {
-        rnic_conn_arm_deadline(c, c->s->close_timeout_ms);
+        rnic_conn_arm_deadline(c, c->s->params.close_timeout_ms);
     }
 }
 

@@ -50,9 +50,9 @@ static const hwaddr rnic_db_regs[] = {
 
 static void rnic_db_counts(RnicState *s, int64_t n[4])
 {
-    n[0] = n[1] = s->limits.max_qp + 1ll;
-    n[2] = s->limits.max_cq + 1ll;
-    n[3] = s->limits.max_srq + 1ll;
+    n[0] = n[1] = s->params.limits.max_qp + 1ll;
+    n[2] = s->params.limits.max_cq + 1ll;
+    n[3] = s->params.limits.max_srq + 1ll;
 }
 
 /* The slot of (register, id), or -1 for the locked path (CQ_ARM, ...). */

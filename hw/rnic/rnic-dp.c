@@ -132,9 +132,9 @@ bool rnic_dp_start(RnicConn *c)
     if (!c->ep) {
         return false;
     }
-    if (c->initiator && s->siw_hold_ms) {
+    if (c->initiator && s->params.siw_hold_ms) {
         c->hold_until = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
-                        s->siw_hold_ms;
+                        s->params.siw_hold_ms;
     }
     if (c->early_len) {
         rnic_ep_rx(c->ep, c->early, c->early_len);
@@ -173,7 +173,7 @@ static bool rnic_dp_held(RnicConn *c)
 int64_t rnic_dp_delay_end(RnicConn *c)
 {
     return c->hold_until ?: qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
-                            c->s->fault_delay_ms;
+                            c->s->params.fault_delay_ms;
 }
 
 /* One write of up to a batch of FPDUs, through the fault filter. */
@@ -181,7 +181,7 @@ static ssize_t rnic_dp_send_batch(RnicConn *c, size_t *offered)
 {
     struct iovec iov[RNIC_EP_TX_BATCH_IOV];
     struct rnic_ep_tx_fpdu fpdus[RNIC_EP_TX_BATCH_FPDUS];
-    bool corrupt = c->s->fault_corrupt_crc;
+    bool corrupt = c->s->params.fault_corrupt_crc;
     /* room for the filter to split one iovec per FPDU */
     int max = RNIC_EP_TX_BATCH_IOV - (corrupt ? RNIC_EP_TX_BATCH_FPDUS : 0);
     struct msghdr msg = { .msg_iov = iov };

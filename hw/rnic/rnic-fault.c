@@ -20,7 +20,7 @@
 int rnic_fault_tx_filter(RnicConn *c, struct iovec *iov, int cnt, int max,
                          const struct rnic_ep_tx_fpdu *fpdus, int nfpdus)
 {
-    uint32_t every = c->s->fault_corrupt_crc;
+    uint32_t every = c->s->params.fault_corrupt_crc;
     int shift = 0;
 
     for (int i = 0; i < nfpdus && cnt < max; i++) {
@@ -55,7 +55,7 @@ int rnic_fault_tx_filter(RnicConn *c, struct iovec *iov, int cnt, int max,
 /* True when the connection must be dropped now (fault-drop-after). */
 bool rnic_fault_drop(RnicConn *c, size_t bytes)
 {
-    uint64_t limit = c->s->fault_drop_after;
+    uint64_t limit = c->s->params.fault_drop_after;
 
     c->bytes += bytes;
     if (limit && c->bytes >= limit) {
@@ -72,7 +72,7 @@ bool rnic_fault_drop(RnicConn *c, size_t bytes)
  */
 bool rnic_fault_delay(RnicConn *c)
 {
-    if (!c->s->fault_delay_ms) {
+    if (!c->s->params.fault_delay_ms) {
         return false;
     }
     if (c->delay_done) {

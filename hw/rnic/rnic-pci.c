@@ -67,12 +67,12 @@ static bool rnic_parse_rtr(RnicState *s, Error **errp)
     };
     g_auto(GStrv) names = NULL;
 
-    s->mpa_rtr = RNIC_RTR_WRITE | RNIC_RTR_READ;
-    if (!s->mpa_rtr_str) {
+    s->params.mpa_rtr = RNIC_RTR_WRITE | RNIC_RTR_READ;
+    if (!s->params.mpa_rtr_str) {
         return true;
     }
-    s->mpa_rtr = 0;
-    names = g_strsplit(s->mpa_rtr_str, ",", -1);
+    s->params.mpa_rtr = 0;
+    names = g_strsplit(s->params.mpa_rtr_str, ",", -1);
     for (char **n = names; *n; n++) {
         size_t i = 0;
 
@@ -84,9 +84,9 @@ static bool rnic_parse_rtr(RnicState *s, Error **errp)
                        "and read separated by commas");
             return false;
         }
-        s->mpa_rtr |= types[i].bit;
+        s->params.mpa_rtr |= types[i].bit;
     }
-    if (s->mpa_p2p && !s->mpa_rtr) {
+    if (s->params.mpa_p2p && !s->params.mpa_rtr) {
         error_setg(errp, "rnic: mpa-p2p needs an RTR type in mpa-rtr");
         return false;
     }
@@ -95,29 +95,30 @@ static bool rnic_parse_rtr(RnicState *s, Error **errp)
 
 static bool rnic_parse_properties(RnicState *s, Error **errp)
 {
-    if (s->mpa_rev != 1 && s->mpa_rev != 2) {
+    if (s->params.mpa_rev != 1 && s->params.mpa_rev != 2) {
         error_setg(errp, "rnic: mpa-rev must be 1 or 2");
         return false;
     }
     /* A BAR's size is a power of two; 0: no BAR 4, no direct posting. */
-    if (s->udb_pages > RNIC_UDB_PAGES_MAX ||
-        (s->udb_pages & (s->udb_pages - 1))) {
+    if (s->params.udb_pages > RNIC_UDB_PAGES_MAX ||
+        (s->params.udb_pages & (s->params.udb_pages - 1))) {
         error_setg(errp, "rnic: udb-pages must be 0 or a power of two up "
                    "to %u", RNIC_UDB_PAGES_MAX);
         return false;
     }
-    if (s->sock_buf && (s->sock_buf < RNIC_SOCK_BUF_MIN ||
-                        s->sock_buf > RNIC_SOCK_BUF_MAX)) {
+    if (s->params.sock_buf &&
+        (s->params.sock_buf < RNIC_SOCK_BUF_MIN ||
+         s->params.sock_buf > RNIC_SOCK_BUF_MAX)) {
         error_setg(errp, "rnic: sock-buf must be 0 (the kernel's autotuning) "
                    "or %u to %u", RNIC_SOCK_BUF_MIN, RNIC_SOCK_BUF_MAX);
         return false;
     }
-    if (!s->mpa_crc_str || !strcmp(s->mpa_crc_str, "accept")) {
-        s->mpa_crc = RNIC_MPA_CRC_ACCEPT;
-    } else if (!strcmp(s->mpa_crc_str, "off")) {
-        s->mpa_crc = RNIC_MPA_CRC_OFF;
-    } else if (!strcmp(s->mpa_crc_str, "required")) {
-        s->mpa_crc = RNIC_MPA_CRC_REQUIRED;
+    if (!s->params.mpa_crc_str || !strcmp(s->params.mpa_crc_str, "accept")) {
+        s->params.mpa_crc = RNIC_MPA_CRC_ACCEPT;
+    } else if (!strcmp(s->params.mpa_crc_str, "off")) {
+        s->params.mpa_crc = RNIC_MPA_CRC_OFF;
+    } else if (!strcmp(s->params.mpa_crc_str, "required")) {
+        s->params.mpa_crc = RNIC_MPA_CRC_REQUIRED;
     } else {
         error_setg(errp, "rnic: mpa-crc must be off, accept or required");
         return false;
@@ -144,9 +145,9 @@ void rnic_teardown(RnicState *s)
 /* Without an IOThread, ctx stays NULL: the main loop, as before. */
 static void rnic_thread_init(RnicState *s)
 {
-    if (s->iothread) {
-        object_ref(OBJECT(s->iothread));
-        s->ctx = iothread_get_aio_context(s->iothread);
+    if (s->params.iothread) {
+        object_ref(OBJECT(s->params.iothread));
+        s->ctx = iothread_get_aio_context(s->params.iothread);
         qemu_rec_mutex_init(&s->lock);
         s->irq_bh = qemu_bh_new(rnic_irq_bh, s);
     }
@@ -160,7 +161,7 @@ static void rnic_thread_fini(RnicState *s)
         s->irq_bh = NULL;
         s->ctx = NULL;
         qemu_rec_mutex_destroy(&s->lock);
-        object_unref(OBJECT(s->iothread));
+        object_unref(OBJECT(s->params.iothread));
     }
 }
 
@@ -187,7 +188,7 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     /* QEMU's scheme for NICs without one: 52:54:00:12:34:56 onwards. */
-    qemu_macaddr_default_if_unset(&s->mac);
+    qemu_macaddr_default_if_unset(&s->params.mac);
     rnic_thread_init(s);
     rnic_dma_init(s);
     rnic_dp_init(s);
@@ -196,10 +197,11 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
                           "rnic-regs", RNIC_BAR_REGS_SIZE);
     pci_register_bar(pdev, RNIC_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
                      &s->regs);
-    if (s->udb_pages) {
+    if (s->params.udb_pages) {
         memory_region_init_io(&s->udb, OBJECT(s), &rnic_udb_ops, s,
                               "rnic-udb",
-                              (uint64_t)s->udb_pages * RNIC_UDB_PAGE_SIZE);
+                              (uint64_t)s->params.udb_pages *
+                              RNIC_UDB_PAGE_SIZE);
         pci_register_bar(pdev, RNIC_BAR_UDB, PCI_BASE_ADDRESS_SPACE_MEMORY,
                          &s->udb);
     }
@@ -251,43 +253,115 @@ static void rnic_exit(PCIDevice *pdev)
     msix_uninit_exclusive_bar(pdev);
 }
 
-static const Property rnic_properties[] = {
-    DEFINE_PROP_UINT32("max-pds", RnicState, limits.max_pd, 256),
-    DEFINE_PROP_UINT32("max-mrs", RnicState, limits.max_mr, 4096),
-    DEFINE_PROP_UINT32("max-mws", RnicState, limits.max_mw, 1024),
-    DEFINE_PROP_UINT32("max-cqs", RnicState, limits.max_cq, 16384),
-    DEFINE_PROP_UINT32("max-cqes", RnicState, limits.max_cqe, 4096),
-    DEFINE_PROP_UINT32("max-qps", RnicState, limits.max_qp, 16384),
-    DEFINE_PROP_UINT32("max-qp-wrs", RnicState, limits.max_qp_wr, 2048),
-    DEFINE_PROP_UINT32("max-srq-wrs", RnicState, limits.max_srq_wr, 4096),
-    DEFINE_PROP_UINT32("max-srqs", RnicState, limits.max_srq, 64),
-    DEFINE_PROP_UINT32("max-ird", RnicState, limits.max_ird, 16),
-    DEFINE_PROP_UINT32("max-ord", RnicState, limits.max_ord, 16),
-    DEFINE_PROP_UINT32("udb-pages", RnicState, udb_pages, 64),
-    DEFINE_PROP_UINT64("max-page-list-bytes", RnicState,
-                       limits.max_page_list_bytes, 64 * MiB),
-    DEFINE_PROP_UINT32("mpa-rev", RnicState, mpa_rev, 2),
-    DEFINE_PROP_UINT32("timewait-ms", RnicState, timewait_ms, 1000),
-    DEFINE_PROP_UINT32("mpa-timeout-ms", RnicState, mpa_timeout_ms, 5000),
-    DEFINE_PROP_UINT32("close-timeout-ms", RnicState, close_timeout_ms, 5000),
-    DEFINE_PROP_UINT32("sock-buf", RnicState, sock_buf, RNIC_SOCK_BUF_DEFAULT),
-    DEFINE_PROP_STRING("stag-default", RnicState, stag_default),
-    DEFINE_PROP_UINT64("fault-drop-after", RnicState, fault_drop_after, 0),
-    DEFINE_PROP_UINT32("fault-corrupt-crc", RnicState, fault_corrupt_crc, 0),
-    DEFINE_PROP_UINT32("fault-delay-ms", RnicState, fault_delay_ms, 0),
-    DEFINE_PROP_UINT32("siw-compat-hold-ms", RnicState, siw_hold_ms,
-                       RNIC_SIW_HOLD_MS_DEFAULT),
-    DEFINE_PROP_STRING("mpa-crc", RnicState, mpa_crc_str),
-    DEFINE_PROP_BOOL("mpa-markers", RnicState, mpa_markers, false),
-    DEFINE_PROP_MACADDR("mac", RnicState, mac),
-    DEFINE_PROP_BOOL("mpa-p2p", RnicState, mpa_p2p, false),
-    DEFINE_PROP_STRING("mpa-rtr", RnicState, mpa_rtr_str),
-    DEFINE_PROP_STRING("listen-allow", RnicState, listen_allow_str),
-    DEFINE_PROP_STRING("peer-allow", RnicState, peer_allow_str),
-    DEFINE_PROP_LINK("iothread", RnicState, iothread, TYPE_IOTHREAD,
-                     IOThread *),
-    DEFINE_PROP_STRING("addr-map", RnicState, addr_map_str),
+/*
+ * Each property beside its description, which -device rnic,help prints
+ * with the type and the default.  QEMU shows no default for strings and
+ * links: their descriptions say what unset means.
+ */
+typedef struct RnicProp {
+    Property prop;
+    const char *desc;       /* NULL: the type's own */
+} RnicProp;
+
+static const RnicProp rnic_props[] = {
+    { DEFINE_PROP_UINT32("max-pds", RnicState, params.limits.max_pd, 256),
+      "protection domains" },
+    { DEFINE_PROP_UINT32("max-mrs", RnicState, params.limits.max_mr, 4096),
+      "memory regions at once" },
+    { DEFINE_PROP_UINT32("max-mws", RnicState, params.limits.max_mw, 1024),
+      "memory windows" },
+    { DEFINE_PROP_UINT32("max-cqs", RnicState, params.limits.max_cq, 16384),
+      "completion queues" },
+    { DEFINE_PROP_UINT32("max-cqes", RnicState, params.limits.max_cqe, 4096),
+      "entries per completion queue" },
+    { DEFINE_PROP_UINT32("max-qps", RnicState, params.limits.max_qp, 16384),
+      "queue pairs" },
+    { DEFINE_PROP_UINT32("max-qp-wrs", RnicState, params.limits.max_qp_wr,
+                         2048),
+      "entries per send or receive queue" },
+    { DEFINE_PROP_UINT32("max-srq-wrs", RnicState, params.limits.max_srq_wr,
+                         4096),
+      "entries per shared receive queue" },
+    { DEFINE_PROP_UINT32("max-srqs", RnicState, params.limits.max_srq, 64),
+      "shared receive queues" },
+    { DEFINE_PROP_UINT32("max-ird", RnicState, params.limits.max_ird, 16),
+      "inbound RDMA Reads per QP (IRD)" },
+    { DEFINE_PROP_UINT32("max-ord", RnicState, params.limits.max_ord, 16),
+      "outbound RDMA Reads per QP (ORD)" },
+    { DEFINE_PROP_UINT32("udb-pages", RnicState, params.udb_pages, 64),
+      "doorbell pages in BAR 4: 0, or a power of two up to 4096" },
+    { DEFINE_PROP_UINT64("max-page-list-bytes", RnicState,
+                         params.limits.max_page_list_bytes, 64 * MiB),
+      "host memory all MR page lists may hold (regions whose pages are "
+      "not contiguous)" },
+    { DEFINE_PROP_UINT32("mpa-rev", RnicState, params.mpa_rev, 2),
+      "MPA revision to offer: 1 or 2 (RFC 6581)" },
+    { DEFINE_PROP_UINT32("timewait-ms", RnicState, params.timewait_ms, 1000),
+      "a destroyed QP's number is not reused for this long (virtual clock)" },
+    { DEFINE_PROP_UINT32("mpa-timeout-ms", RnicState, params.mpa_timeout_ms,
+                         5000),
+      "a connection still in its MPA exchange after this long (real time) "
+      "is reset" },
+    { DEFINE_PROP_UINT32("close-timeout-ms", RnicState,
+                         params.close_timeout_ms, 5000),
+      "a graceful close not finished after this long (real time) becomes "
+      "a reset" },
+    { DEFINE_PROP_UINT32("sock-buf", RnicState, params.sock_buf,
+                         RNIC_SOCK_BUF_DEFAULT),
+      "SO_SNDBUF and SO_RCVBUF of every connection in bytes, 4096 to 2^30; "
+      "0: the kernel's autotuning" },
+    { DEFINE_PROP_STRING("stag-default", RnicState, params.stag_default),
+      "invalidation policy of STags that do not choose: persistent "
+      "(default) or one-shot" },
+    { DEFINE_PROP_UINT64("fault-drop-after", RnicState,
+                         params.fault_drop_after, 0),
+      "fault injection: reset a QP's connection after this many bytes "
+      "(both ways); 0 = never" },
+    { DEFINE_PROP_UINT32("fault-corrupt-crc", RnicState,
+                         params.fault_corrupt_crc, 0),
+      "fault injection: send every Nth FPDU with an inverted CRC32c (needs "
+      "CRC negotiated); 0 = never" },
+    { DEFINE_PROP_UINT32("fault-delay-ms", RnicState, params.fault_delay_ms,
+                         0),
+      "fault injection: hold each FPDU a QP sends this long (real time); "
+      "0 = no delay" },
+    { DEFINE_PROP_UINT32("siw-compat-hold-ms", RnicState, params.siw_hold_ms,
+                         RNIC_SIW_HOLD_MS_DEFAULT),
+      "as initiator, send no FPDU until this long after the peer's MPA "
+      "Reply (real time): Linux siw misses data that arrives while it "
+      "accepts; 0 = off" },
+    { DEFINE_PROP_STRING("mpa-crc", RnicState, params.mpa_crc_str),
+      "MPA CRC32c policy: off (refuse peers that ask), accept (use it when "
+      "the peer asks; default) or required" },
+    { DEFINE_PROP_BOOL("mpa-markers", RnicState, params.mpa_markers, false),
+      "ask the peer for MPA markers and insert them when asked (siw never "
+      "uses them)" },
+    { DEFINE_PROP_MACADDR("mac", RnicState, params.mac), NULL },
+    { DEFINE_PROP_BOOL("mpa-p2p", RnicState, params.mpa_p2p, false),
+      "as initiator, ask for RFC 6581 peer-to-peer mode offering the "
+      "mpa-rtr types" },
+    { DEFINE_PROP_STRING("mpa-rtr", RnicState, params.mpa_rtr_str),
+      "RFC 6581 RTR types offered (mpa-p2p) and taken from a peer that "
+      "asks: none, or send, write, read separated by commas (default "
+      "write,read)" },
+    { DEFINE_PROP_STRING("listen-allow", RnicState, params.listen_allow_str),
+      "comma-separated ADDR[/BITS][:PORT[-PORT]] list the guest may LISTEN "
+      "on ([v6]:PORT for IPv6); default: none" },
+    { DEFINE_PROP_STRING("peer-allow", RnicState, params.peer_allow_str),
+      "comma-separated ADDR[/BITS][:PORT[-PORT]] list the guest may CONNECT "
+      "to ([v6]:PORT for IPv6); default: none" },
+    { DEFINE_PROP_LINK("iothread", RnicState, params.iothread, TYPE_IOTHREAD,
+                       IOThread *),
+      "run sockets, MPA, placement and completions in this IOThread "
+      "(-object iothread,id=ID); default: the main loop" },
+    { DEFINE_PROP_STRING("addr-map", RnicState, params.addr_map_str),
+      "guest addresses to host ones at LISTEN and CONNECT: comma-separated "
+      "GUEST/BITS=HOST rules, first match wins, others unchanged (default "
+      RNIC_ADDR_MAP_DEFAULT ")" },
 };
+
+/* rnic_props' properties alone, as device_class_set_props_n takes them */
+static Property rnic_properties[ARRAY_SIZE(rnic_props)];
 
 /*
  * Not migratable: live QPs own host TCP connections, which cannot move with
@@ -342,60 +416,6 @@ static void rnic_set_handoff_fd(Object *obj, const char *value, Error **errp)
 
 static void rnic_instance_init(Object *obj)
 {
-    static const struct {
-        const char *name, *desc;
-    } prop_desc[] = {
-        { "max-pds", "protection domains" },
-        { "max-mrs", "memory regions at once" },
-        { "max-mws", "memory windows" },
-        { "max-cqs", "completion queues" },
-        { "max-cqes", "entries per completion queue" },
-        { "max-qps", "queue pairs" },
-        { "max-qp-wrs", "entries per send or receive queue" },
-        { "max-srq-wrs", "entries per shared receive queue" },
-        { "max-srqs", "shared receive queues" },
-        { "max-ird", "inbound RDMA Reads per QP (IRD)" },
-        { "max-ord", "outbound RDMA Reads per QP (ORD)" },
-        { "max-page-list-bytes", "host memory all MR page lists may hold "
-          "(regions whose pages are not contiguous); default 64 MiB" },
-        { "mpa-rev", "MPA revision to offer: 1 or 2 (RFC 6581)" },
-        { "timewait-ms", "a destroyed QP's number is not reused for this "
-          "long (virtual clock)" },
-        { "fault-drop-after", "fault injection: reset a QP's connection "
-          "after this many bytes (both ways); 0 = never" },
-        { "fault-corrupt-crc", "fault injection: send every Nth FPDU with "
-          "an inverted CRC32c (needs CRC negotiated); 0 = never" },
-        { "fault-delay-ms", "fault injection: hold each FPDU a QP sends "
-          "this long (real time); 0 = no delay" },
-        { "siw-compat-hold-ms", "as initiator, send no FPDU until this long "
-          "after the peer's MPA Reply (real time): Linux siw misses data "
-          "that arrives while it accepts; 0 = off" },
-        { "mpa-crc", "MPA CRC32c policy: off (refuse peers that ask), "
-          "accept (use it when the peer asks; default) or required" },
-        { "mpa-markers", "ask the peer for MPA markers and insert them "
-          "when asked (siw never uses them); default off" },
-        { "mpa-p2p", "as initiator, ask for RFC 6581 peer-to-peer mode "
-          "offering the mpa-rtr types (default off)" },
-        { "mpa-rtr", "RFC 6581 RTR types offered (mpa-p2p) and taken from "
-          "a peer that asks: none, or send, write, read separated by "
-          "commas (default write,read)" },
-        { "listen-allow", "comma-separated ADDR[/BITS][:PORT[-PORT]] list "
-          "the guest may LISTEN on ([v6]:PORT for IPv6); default: none" },
-        { "peer-allow", "comma-separated ADDR[/BITS][:PORT[-PORT]] list "
-          "the guest may CONNECT to ([v6]:PORT for IPv6); default: none" },
-        { "mpa-timeout-ms", "a connection still in its MPA exchange after "
-          "this long (real time) is reset; default 5000" },
-        { "close-timeout-ms", "a graceful close not finished after this "
-          "long (real time) becomes a reset; default 5000" },
-        { "iothread", "run sockets, MPA, placement and completions in this "
-          "IOThread (-object iothread,id=ID); default: the main loop" },
-        { "addr-map", "guest addresses to host ones at LISTEN and CONNECT: "
-          "comma-separated GUEST/BITS=HOST rules, first match wins, others "
-          "unchanged (default " RNIC_ADDR_MAP_DEFAULT ")" },
-        { "stag-default", "invalidation policy of STags that do not choose: "
-          "persistent (default) or one-shot" },
-    };
-
     rnic_stats_init(RNIC(obj));
     rnic_capture_init(RNIC(obj));
     rnic_state_init(RNIC(obj));
@@ -403,10 +423,6 @@ static void rnic_instance_init(Object *obj)
     object_property_set_description(obj, "handoff-fd",
         "write-only: NAME[:initiator|:responder] of a connected TCP socket "
         "passed with QMP getfd; the guest sees it as a pending connection");
-    for (size_t i = 0; i < ARRAY_SIZE(prop_desc); i++) {
-        object_property_set_description(obj, prop_desc[i].name,
-                                        prop_desc[i].desc);
-    }
 }
 
 static void rnic_class_init(ObjectClass *klass, void *data)
@@ -425,7 +441,17 @@ static void rnic_class_init(ObjectClass *klass, void *data)
     k->class_id = RNIC_PCI_CLASS;
     dc->desc = "Software iWARP RDMA NIC";
     dc->vmsd = &rnic_vmstate;
-    device_class_set_props(dc, rnic_properties);
+    for (size_t i = 0; i < ARRAY_SIZE(rnic_props); i++) {
+        rnic_properties[i] = rnic_props[i].prop;
+    }
+    device_class_set_props_n(dc, rnic_properties, ARRAY_SIZE(rnic_props));
+    for (size_t i = 0; i < ARRAY_SIZE(rnic_props); i++) {
+        if (rnic_props[i].desc) {
+            object_class_property_set_description(klass,
+                                                  rnic_props[i].prop.name,
+                                                  rnic_props[i].desc);
+        }
+    }
     rc->phases.hold = rnic_reset_hold;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }

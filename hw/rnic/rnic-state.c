@@ -126,7 +126,7 @@ static QList *rnic_qps_list(RnicState *s)
 {
     QList *l = qlist_new();
 
-    for (uint32_t qpn = 1; qpn <= s->limits.max_qp; qpn++) {
+    for (uint32_t qpn = 1; qpn <= s->params.limits.max_qp; qpn++) {
         RnicQp *qp = rnic_qp_get(s, qpn);
 
         if (qp) {
@@ -140,7 +140,7 @@ static QList *rnic_cqs_list(RnicState *s)
 {
     QList *l = qlist_new();
 
-    for (uint32_t i = 0; i < s->limits.max_cq; i++) {
+    for (uint32_t i = 0; i < s->params.limits.max_cq; i++) {
         RnicCq *cq = s->cqs[i];
         QDict *d;
 
@@ -162,7 +162,7 @@ static QList *rnic_srqs_list(RnicState *s)
 {
     QList *l = qlist_new();
 
-    for (uint32_t i = 0; i < s->limits.max_srq; i++) {
+    for (uint32_t i = 0; i < s->params.limits.max_srq; i++) {
         RnicSrq *srq = s->srqs[i];
         QDict *d;
 

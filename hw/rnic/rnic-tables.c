@@ -10,12 +10,12 @@
 
 RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn)
 {
-    return cqn && cqn <= s->limits.max_cq ? s->cqs[cqn - 1] : NULL;
+    return cqn && cqn <= s->params.limits.max_cq ? s->cqs[cqn - 1] : NULL;
 }
 
 RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn)
 {
-    return srqn && srqn <= s->limits.max_srq ? s->srqs[srqn - 1] : NULL;
+    return srqn && srqn <= s->params.limits.max_srq ? s->srqs[srqn - 1] : NULL;
 }
 
 RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn)

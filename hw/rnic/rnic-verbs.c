@@ -317,7 +317,7 @@ static bool rnic_wq_ring_ok(uint64_t base, uint32_t log_size, uint32_t max)
 /* A queue's doorbell page: 0 (BAR 0 only) or a page of BAR 4, + 1. */
 static bool rnic_udb_ok(RnicState *s, uint32_t udb_le)
 {
-    return le32_to_cpu(udb_le) <= s->udb_pages;
+    return le32_to_cpu(udb_le) <= s->params.udb_pages;
 }
 
 uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
@@ -327,7 +327,7 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     uint32_t i;
     RnicCq *cq;
 
-    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_cqe)) {
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->params.limits.max_cqe)) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_PARAM,
                              "ring_addr is 0 or not 4 KiB aligned, or "
                              "2^log_size is above max_cqe");
@@ -341,10 +341,10 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_PARAM,
                              RNIC_UDB_BAD);
     }
-    for (i = 0; i < s->limits.max_cq && s->cqs[i]; i++) {
+    for (i = 0; i < s->params.limits.max_cq && s->cqs[i]; i++) {
         continue;
     }
-    if (i == s->limits.max_cq) {
+    if (i == s->params.limits.max_cq) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_RESOURCE,
                              "all CQs in use");
     }
@@ -400,7 +400,7 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     RnicSrq *srq;
     uint32_t i;
 
-    if (!rnic_wq_ring_ok(ring, p->log_size, s->limits.max_srq_wr)) {
+    if (!rnic_wq_ring_ok(ring, p->log_size, s->params.limits.max_srq_wr)) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_PARAM,
                              "ring_addr is 0 or not 4 KiB aligned, or "
                              "2^log_size is above max_srq_wr");
@@ -409,10 +409,10 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_PARAM,
                              RNIC_UDB_BAD);
     }
-    for (i = 0; i < s->limits.max_srq && s->srqs[i]; i++) {
+    for (i = 0; i < s->params.limits.max_srq && s->srqs[i]; i++) {
         continue;
     }
-    if (i == s->limits.max_srq) {
+    if (i == s->params.limits.max_srq) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_RESOURCE,
                              "all SRQs in use");
     }
@@ -517,13 +517,13 @@ static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_qp *p,
                              "srqn: no such SRQ");
     }
     if (!rnic_wq_ring_ok(le64_to_cpu(p->sq_addr), p->sq_log_size,
-                         s->limits.max_qp_wr)) {
+                         s->params.limits.max_qp_wr)) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_PARAM,
                              "sq_addr is 0 or not 4 KiB aligned, or "
                              "2^sq_log_size is above max_qp_wr");
     }
     if (!*srq && !rnic_wq_ring_ok(le64_to_cpu(p->rq_addr), p->rq_log_size,
-                                  s->limits.max_qp_wr)) {
+                                  s->params.limits.max_qp_wr)) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_PARAM,
                              "rq_addr is 0 or not 4 KiB aligned, or "
                              "2^rq_log_size is above max_qp_wr");
@@ -575,8 +575,8 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
         .rq_depth = srq ? 0 : 1u << p->rq_log_size,
         .max_send_sge = RNIC_WQE_MAX_SGE,
         .max_recv_sge = RNIC_WQE_MAX_SGE,
-        .max_ord = s->limits.max_ord,
-        .max_ird = s->limits.max_ird,
+        .max_ord = s->params.limits.max_ord,
+        .max_ird = s->params.limits.max_ird,
         .atomics = true,
         .privileged = le16_to_cpu(p->flags) & RNIC_QP_FLAG_KERNEL,
         .send_cq = scq->core,
@@ -711,13 +711,13 @@ static uint64_t rnic_clock_ms(void *opaque)
 static struct rnic_stag_table *rnic_stag_table_for(RnicState *s)
 {
     struct rnic_stag_table_params params = {
-        .max_stags = s->limits.max_mr + s->limits.max_mw,
-        .max_pds = s->limits.max_pd,
-        .max_mrs = s->limits.max_mr,
-        .max_mws = s->limits.max_mw,
-        .max_page_list_bytes = s->limits.max_page_list_bytes,
-        .default_policy = s->stag_one_shot ? RNIC_STAG_ONE_SHOT
-                                           : RNIC_STAG_PERSISTENT,
+        .max_stags = s->params.limits.max_mr + s->params.limits.max_mw,
+        .max_pds = s->params.limits.max_pd,
+        .max_mrs = s->params.limits.max_mr,
+        .max_mws = s->params.limits.max_mw,
+        .max_page_list_bytes = s->params.limits.max_page_list_bytes,
+        .default_policy = s->params.stag_one_shot ? RNIC_STAG_ONE_SHOT
+                                                  : RNIC_STAG_PERSISTENT,
     };
 
     return rnic_stag_table_new(&params);
@@ -730,7 +730,7 @@ static struct rnic_stag_table *rnic_stag_table_for(RnicState *s)
  */
 static bool rnic_limits_check(RnicState *s, Error **errp)
 {
-    const RnicLimits *l = &s->limits;
+    const RnicLimits *l = &s->params.limits;
     const struct {
         const char *name;
         uint64_t val, min, max;
@@ -768,10 +768,11 @@ static bool rnic_limits_check(RnicState *s, Error **errp)
 
 bool rnic_verbs_init(RnicState *s, Error **errp)
 {
-    if (!s->stag_default || !strcmp(s->stag_default, "persistent")) {
-        s->stag_one_shot = false;
-    } else if (!strcmp(s->stag_default, "one-shot")) {
-        s->stag_one_shot = true;
+    if (!s->params.stag_default ||
+        !strcmp(s->params.stag_default, "persistent")) {
+        s->params.stag_one_shot = false;
+    } else if (!strcmp(s->params.stag_default, "one-shot")) {
+        s->params.stag_one_shot = true;
     } else {
         error_setg(errp, "rnic: stag-default must be persistent or one-shot");
         return false;
@@ -780,8 +781,8 @@ bool rnic_verbs_init(RnicState *s, Error **errp)
         return false;
     }
     s->stags = rnic_stag_table_for(s);
-    s->qpns = rnic_qpn_table_new(s->limits.max_qp + 1, s->timewait_ms,
-                                 rnic_clock_ms, s);
+    s->qpns = rnic_qpn_table_new(s->params.limits.max_qp + 1,
+                                 s->params.timewait_ms, rnic_clock_ms, s);
     if (!s->stags || !s->qpns) {
         error_setg(errp, "rnic: cannot allocate the protection or QP tables");
         rnic_stag_table_free(s->stags);
@@ -790,8 +791,8 @@ bool rnic_verbs_init(RnicState *s, Error **errp)
         s->qpns = NULL;
         return false;
     }
-    s->cqs = g_new0(RnicCq *, s->limits.max_cq);
-    s->srqs = g_new0(RnicSrq *, s->limits.max_srq);
+    s->cqs = g_new0(RnicCq *, s->params.limits.max_cq);
+    s->srqs = g_new0(RnicSrq *, s->params.limits.max_srq);
     QTAILQ_INIT(&s->kicked);
     QTAILQ_INIT(&s->kicked_cqs);
     QTAILQ_INIT(&s->kicked_srqs);
@@ -807,18 +808,18 @@ void rnic_verbs_reset(RnicState *s)
 {
     void *qp;
 
-    for (uint32_t n = 1; n <= s->limits.max_qp; n++) {
+    for (uint32_t n = 1; n <= s->params.limits.max_qp; n++) {
         if (rnic_qpn_lookup(s->qpns, n, &qp) == RNIC_QPN_LIVE) {
             rnic_qp_release(s, qp);
         }
     }
-    for (uint32_t i = 0; i < s->limits.max_srq; i++) {
+    for (uint32_t i = 0; i < s->params.limits.max_srq; i++) {
         if (s->srqs[i]) {
             rnic_srq_destroy(s->srqs[i]->core);
             rnic_srq_release(s, s->srqs[i]);
         }
     }
-    for (uint32_t i = 0; i < s->limits.max_cq; i++) {
+    for (uint32_t i = 0; i < s->params.limits.max_cq; i++) {
         if (s->cqs[i]) {
             rnic_cq_free(s, s->cqs[i]);
         }

@@ -228,6 +228,42 @@ struct RnicConn {
     int64_t hold_until;     /* siw-compat-hold-ms: no FPDU before (ms) */
 };
 
+/*
+ * The device's parameters: its properties (rnic_properties in rnic-pci.c,
+ * where each is described) and what realize makes of the string ones.
+ * Fixed from realize on.
+ */
+typedef struct RnicParams {
+    RnicLimits limits;
+    uint32_t udb_pages;
+    uint32_t mpa_rev;
+    uint32_t timewait_ms;
+    uint32_t mpa_timeout_ms;
+    uint32_t close_timeout_ms;
+    uint32_t sock_buf;              /* SO_SNDBUF and SO_RCVBUF; 0: kernel's */
+    uint64_t fault_drop_after;      /* bytes per connection; 0: off */
+    uint32_t fault_corrupt_crc;     /* every Nth FPDU sent; 0: off */
+    uint32_t fault_delay_ms;        /* before each burst sent; 0: off */
+    uint32_t siw_hold_ms;           /* siw-compat-hold-ms (rnic-dp.c) */
+    bool mpa_markers;
+    bool mpa_p2p;                   /* initiator offers RFC 6581 p2p */
+    MACAddr mac;                    /* QUERY_DEVICE reports it */
+    struct IOThread *iothread;      /* NULL: the main loop */
+    /* given as strings; parsed at realize into the field below each */
+    char *mpa_crc_str;
+    enum rnic_mpa_crc_policy mpa_crc;
+    char *mpa_rtr_str;
+    uint8_t mpa_rtr;                /* RNIC_RTR_* offered and taken */
+    char *stag_default;
+    bool stag_one_shot;
+    char *listen_allow_str;
+    struct rnic_addr_policy listen_allow;
+    char *peer_allow_str;
+    struct rnic_addr_policy peer_allow;
+    char *addr_map_str;
+    struct rnic_addr_map addr_map;  /* rnic-addr.c */
+} RnicParams;
+
 struct RnicState {
     PCIDevice parent_obj;
 
@@ -235,8 +271,7 @@ struct RnicState {
     MemoryRegion udb;       /* BAR 4: doorbell pages (rnic-regs.c) */
     QEMUBH *cmdq_bh;
 
-    /* rnic-thread.c: NULL (the main loop) or the IOThread's context */
-    struct IOThread *iothread;
+    /* rnic-thread.c: NULL (the main loop) or params.iothread's context */
     AioContext *ctx;
     QemuRecMutex lock;      /* with an IOThread: held inside rnic_enter */
     int owner_tid;          /* the thread inside rnic_enter, or 0 */
@@ -290,33 +325,8 @@ struct RnicState {
     uint32_t passive_conns; /* listeners' and handed in: max_conns - max_qp */
     GHashTable *conn_ids;   /* id -> RnicConn */
     uint32_t conn_last_id;  /* the id given last; kept across resets */
-    struct rnic_addr_policy listen_allow, peer_allow;
-    char *listen_allow_str;
-    char *peer_allow_str;
-    uint32_t mpa_timeout_ms;
-    uint32_t close_timeout_ms;
-    uint32_t sock_buf;      /* SO_SNDBUF and SO_RCVBUF; 0: the kernel's */
-    struct rnic_addr_map addr_map;  /* rnic-addr.c */
-    char *addr_map_str;
 
-    /* properties */
-    RnicLimits limits;
-    uint32_t mpa_rev;
-    char *mpa_crc_str;
-    enum rnic_mpa_crc_policy mpa_crc;
-    bool mpa_markers;
-    bool mpa_p2p;                   /* initiator offers RFC 6581 p2p */
-    char *mpa_rtr_str;
-    MACAddr mac;                /* property mac: QUERY_DEVICE reports it */
-    uint8_t mpa_rtr;                /* RNIC_RTR_* offered and taken */
-    uint32_t timewait_ms;
-    uint32_t udb_pages;     /* property udb-pages */
-    uint64_t fault_drop_after;      /* bytes per connection; 0: off */
-    uint32_t fault_corrupt_crc;     /* every Nth FPDU sent; 0: off */
-    uint32_t fault_delay_ms;        /* before each burst sent; 0: off */
-    uint32_t siw_hold_ms;           /* siw-compat-hold-ms (rnic-dp.c) */
-    char *stag_default;
-    bool stag_one_shot;     /* parsed stag-default */
+    RnicParams params;
 
     /* capture (rnic-capture.c): the writer, NULL while off */
     struct rnic_cap *capture;
