@@ -39,7 +39,7 @@ static void rnic_dma_refused(RnicState *s, const char *dir, uint64_t addr,
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: DMA %s of %zu bytes at 0x%" PRIx64
                   " failed: not RAM, bus mastering off, or the device's own "
                   "registers\n", dir, len, addr);
-    trace_rnic_err_dma(dir, addr, len);
+    trace_rnic_ub_dma(dir, addr, len);
 }
 
 static void *rnic_dma_map_cb(void *opaque, uint64_t addr, size_t *len,
@@ -312,7 +312,7 @@ static void rnic_irq_send(RnicState *s, unsigned vector)
         qemu_log_mask(LOG_GUEST_ERROR, "rnic: MSI-X vector %u points at the "
                       "device's own BAR (0x%" PRIx64 "); message not sent\n",
                       vector, msg.address);
-        trace_rnic_err_msix_target(vector, msg.address);
+        trace_rnic_ub_msix_target(vector, msg.address);
         return;
     }
     trace_rnic_irq(vector);

@@ -132,7 +132,15 @@ uint16_t rnic_cmd_fail(uint8_t opcode, uint16_t status, const char *why)
     const char *name = rnic_cmd_name(opcode);
 
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: %s failed: %s\n", name, why);
-    trace_rnic_err_cmd(name, status, why);
+    switch (status) {
+    case RNIC_CMD_ERR_RESOURCE:     /* a limit the host set, or its sockets */
+    case RNIC_CMD_ERR_DENIED:       /* the host's listen-allow, peer-allow */
+    case RNIC_CMD_ERR_ADDRINUSE:    /* the host could not bind */
+        trace_rnic_err_cmd(name, status, why);
+        break;
+    default:                        /* a field, handle, state or address */
+        trace_rnic_ub_cmd(name, status, why);
+    }
     return status;
 }
 
@@ -146,6 +154,8 @@ static uint16_t rnic_cmd_execute(RnicState *s, uint32_t index,
         qemu_log_mask(LOG_GUEST_ERROR, "rnic: command opcode 0x%02x (%s) "
                       "not supported\n", cmd->opcode,
                       rnic_cmd_name(cmd->opcode));
+        trace_rnic_ub_cmd(rnic_cmd_name(cmd->opcode), RNIC_CMD_ERR_OPCODE,
+                          "opcode not supported");
         return RNIC_CMD_ERR_OPCODE;
     }
     if (trace_event_get_state_backends(TRACE_RNIC_CMD_PAYLOAD)) {
@@ -162,7 +172,7 @@ static void rnic_cmdq_fatal(RnicState *s, uint64_t addr)
 {
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: command descriptor at 0x%" PRIx64
                   " is not readable by DMA; command queue stopped\n", addr);
-    trace_rnic_err_cmd_dma(addr);
+    trace_rnic_ub_cmd_dma(addr);
     s->status |= RNIC_STATUS_FATAL;
     rnic_eq_post(s, RNIC_EV_FATAL, 0, RNIC_CMD_ERR_DMA, 0);
 }

@@ -42,7 +42,7 @@ void rnic_eq_post(RnicState *s, uint8_t type, uint32_t id, uint32_t arg0,
         /* The driver has not consumed: keep what it has not read yet. */
         s->status |= RNIC_STATUS_EQ_OVERFLOW;
         s->eq_dropped++;
-        trace_rnic_err_eq_overflow(type, id);
+        trace_rnic_ub_eq_overflow(type, id);
         return;
     }
     if (rnic_ring_write(s, &r, r.prod, &ev, sizeof(ev), 0,

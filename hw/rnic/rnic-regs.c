@@ -14,7 +14,7 @@ static void rnic_guest_error(uint64_t addr, uint64_t val, const char *why)
 {
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: register 0x%03" PRIx64
                   " value 0x%" PRIx64 ": %s\n", addr, val, why);
-    trace_rnic_err_reg(addr, val, why);
+    trace_rnic_ub_reg(addr, val, why);
 }
 
 static void rnic_set_control(RnicState *s, uint32_t val)

@@ -19,7 +19,7 @@ static void rnic_wq_guest_error(RnicState *s, RnicQp *qp, const char *q,
 {
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: QP %u %s entry %u: %s; QP moves "
                   "to ERROR\n", qp->qpn, q, index, why);
-    trace_rnic_err_wqe(qp->qpn, q, index, why);
+    trace_rnic_ub_wqe(qp->qpn, q, index, why);
 }
 
 /*
@@ -197,6 +197,7 @@ static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t *left)
             qemu_log_mask(LOG_GUEST_ERROR, "rnic: SRQ %u entry %u not "
                           "accepted (unreadable, bad SGEs or queue full); "
                           "dropped\n", srq->srqn, r->cons);
+            trace_rnic_ub_srq_wqe(srq->srqn, r->cons);
         }
         (*left)--;
     }
@@ -289,7 +290,7 @@ static void rnic_db_error(hwaddr reg, uint32_t val, const char *why)
 {
     qemu_log_mask(LOG_GUEST_ERROR, "rnic: doorbell 0x%03" HWADDR_PRIx
                   " value 0x%08x ignored: %s\n", reg, val, why);
-    trace_rnic_err_doorbell(reg, val, why);
+    trace_rnic_ub_doorbell(reg, val, why);
 }
 
 /* BAR 0 (udb 0) rings every queue; page n only those made with udb n + 1. */

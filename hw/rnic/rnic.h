@@ -343,7 +343,10 @@ void rnic_cmdq_run(void *opaque);
 const char *rnic_cmd_name(uint8_t opcode);
 /*
  * Logs why the command of @opcode (RNIC_CMD_*) failed, a guest error
- * naming the field, under the command table's name; returns @status.
+ * naming the field, under the command table's name, and traces it:
+ * rnic_err_cmd when the host's limits, policy or sockets refused it
+ * (ERR_RESOURCE, ERR_DENIED, ERR_ADDRINUSE), rnic_ub_cmd otherwise.
+ * Returns @status.
  */
 uint16_t rnic_cmd_fail(uint8_t opcode, uint16_t status, const char *why);
 
