@@ -13,15 +13,7 @@
 #include <sys/resource.h>
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
-#include "libqos/rnic.h"
-
-#define MPA_REQ_KEY "MPA ID Req Frame"
-#define MPA_REP_KEY "MPA ID Rep Frame"
-#define MPA_FLAG_R  0x20
-#define MPA_FLAG_C  0x40
-#define MPA_FLAG_ENHANCED 0x10
-#define MPA_FLAG_M  0x80
-#define MPA_HDR     20
+#include "libqos/rnic-peer.h"
 
 typedef struct CmTest {
     QRnic t;
@@ -56,51 +48,12 @@ static uint32_t cm_create_qp(CmTest *c)
     return qp.qpn;
 }
 
-static struct rnic_sockaddr loopback(uint16_t port)
-{
-    struct rnic_sockaddr a = {
-        .family = RNIC_AF_INET,
-        .port = cpu_to_le16(port),
-        .addr = { 127, 0, 0, 1 },
-    };
-
-    return a;
-}
-
-/* An MPA rev 2 frame as siw sends it: RFC 6581 IRD/ORD, then @pd. */
-static size_t mpa_frame(uint8_t *buf, const char *key, uint8_t flags,
-                        uint16_t ird, uint16_t ord, const char *pd)
-{
-    size_t pd_len = strlen(pd);
-
-    memcpy(buf, key, 16);
-    buf[16] = flags | MPA_FLAG_ENHANCED;
-    buf[17] = 2;
-    stw_be_p(buf + 18, 4 + pd_len);
-    stw_be_p(buf + 20, ird);
-    stw_be_p(buf + 22, ord);
-    memcpy(buf + 24, pd, pd_len);
-    return MPA_HDR + 4 + pd_len;
-}
-
-/* Reads one MPA frame; returns its private data length (RFC 6581 incl.). */
-static uint16_t mpa_read(int fd, const char *key, uint8_t *hdr, uint8_t *pd)
-{
-    uint16_t len;
-
-    qrnic_read_full(fd, hdr, MPA_HDR);
-    g_assert_cmpmem(hdr, 16, key, 16);
-    g_assert_cmpuint(hdr[17], ==, 2);
-    len = lduw_be_p(hdr + 18);
-    g_assert_cmpuint(len, <=, 512);
-    qrnic_read_full(fd, pd, len);
-    return len;
-}
-
 static uint32_t cm_listen_backlog(CmTest *c, uint32_t backlog,
                                   uint16_t *port)
 {
-    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = backlog };
+    struct rnic_cmd_listen l = {
+        .local = qrnic_loopback(0), .backlog = backlog,
+    };
     struct rnic_cmd cmd = qrnic_cmd_ok(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
     struct rnic_cmd_listen *out = (void *)cmd.u.raw;
 
@@ -127,11 +80,9 @@ static void cm_pdata(CmTest *c, struct rnic_conn_param *p, const char *s)
 /* The peer on @fd sends an MPA Request; the guest sees CONN_REQUEST. */
 static struct rnic_event cm_request(CmTest *c, int fd, const char *pdata)
 {
-    uint8_t frame[600];
     struct rnic_event ev;
 
-    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
-                                               pdata)), >, 0);
+    qrnic_peer_mpa_send(fd, QRNIC_MPA_REQ_KEY, 0, 1, 1, pdata);
     qrnic_wait_event(&c->t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
     return ev;
@@ -140,14 +91,14 @@ static struct rnic_event cm_request(CmTest *c, int fd, const char *pdata)
 /* The guest accepts @conn_id with a new QP; the peer reads the Reply. */
 static uint32_t cm_accept(CmTest *c, int fd, uint32_t conn_id)
 {
-    uint8_t hdr[MPA_HDR], pd[512];
     struct rnic_cmd_accept a = { .conn_id = conn_id };
     struct rnic_event ev;
     uint32_t qpn = cm_create_qp(c);
+    QRnicMpa rep;
 
     a.qpn = cpu_to_le32(qpn);
     qrnic_cmd_ok(&c->t, RNIC_CMD_ACCEPT, &a, sizeof(a));
-    mpa_read(fd, MPA_REP_KEY, hdr, pd);
+    qrnic_peer_mpa_read(fd, QRNIC_MPA_REP_KEY, &rep);
     qrnic_wait_event(&c->t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
@@ -157,7 +108,7 @@ static uint32_t cm_accept(CmTest *c, int fd, uint32_t conn_id)
 
 static void test_listen_policy(void)
 {
-    struct rnic_cmd_listen l = { .local = loopback(0) };
+    struct rnic_cmd_listen l = { .local = qrnic_loopback(0) };
     CmTest c;
     uint16_t port;
     uint32_t id;
@@ -165,7 +116,7 @@ static void test_listen_policy(void)
     cm_start(&c, NULL);
     id = cm_listen(&c, &port);
     /* A second listener on the same port fails on the host side. */
-    l.local = loopback(port);
+    l.local = qrnic_loopback(port);
     g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_LISTEN, &l, sizeof(l)),
                     ==, RNIC_CMD_ERR_ADDRINUSE);
     /* Only what listen-allow names: 192.0.2.1 (TEST-NET-1) is refused. */
@@ -184,12 +135,12 @@ static void test_listen_policy(void)
 /* The peer connects; the guest sees the request, accepts with a QP. */
 static void test_passive_accept(void)
 {
-    uint8_t frame[600], hdr[MPA_HDR], pd[512];
     struct rnic_cmd_query_conn q;
     struct rnic_conn_info info;
     struct rnic_cmd_accept a = { 0 };
     struct rnic_event ev;
     uint32_t listener, conn, qpn;
+    QRnicMpa rep;
     uint16_t port;
     CmTest c;
     int fd;
@@ -197,8 +148,7 @@ static void test_passive_accept(void)
     cm_start(&c, NULL);
     listener = cm_listen(&c, &port);
     fd = qrnic_tcp_connect(port, 0);
-    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1,
-                                               "hello rnic")), >, 0);
+    qrnic_peer_mpa_send(fd, QRNIC_MPA_REQ_KEY, 0, 1, 1, "hello rnic");
     qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
     g_assert_cmpuint(le32_to_cpu(ev.arg0), ==, listener);
@@ -228,11 +178,12 @@ static void test_passive_accept(void)
     g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_ACCEPT, &a, sizeof(a)),
                     ==, RNIC_CMD_ERR_HANDLE);
 
-    g_assert_cmpuint(mpa_read(fd, MPA_REP_KEY, hdr, pd), ==,
+    g_assert_cmpuint(qrnic_peer_mpa_read(fd, QRNIC_MPA_REP_KEY, &rep), ==,
                      4 + strlen("welcome"));
-    g_assert_cmphex(hdr[16] & (MPA_FLAG_R | MPA_FLAG_ENHANCED), ==,
-                    MPA_FLAG_ENHANCED);
-    g_assert_cmpmem(pd + 4, strlen("welcome"), "welcome", strlen("welcome"));
+    g_assert_cmphex(rep.flags & (QRNIC_MPA_FLAG_R | QRNIC_MPA_FLAG_S), ==,
+                    QRNIC_MPA_FLAG_S);
+    g_assert_cmpmem(rep.pd + 4, strlen("welcome"), "welcome",
+                    strlen("welcome"));
     qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
@@ -248,7 +199,6 @@ static void test_passive_accept(void)
  */
 static void conn_markers(const char *props, uint8_t req_flags, uint8_t want)
 {
-    uint8_t frame[600];
     struct rnic_cmd_query_conn q;
     struct rnic_event ev;
     uint16_t port;
@@ -258,8 +208,7 @@ static void conn_markers(const char *props, uint8_t req_flags, uint8_t want)
     cm_start(&c, props);
     cm_listen(&c, &port);
     fd = qrnic_tcp_connect(port, 0);
-    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REQ_KEY, req_flags,
-                                               1, 1, "")), >, 0);
+    qrnic_peer_mpa_send(fd, QRNIC_MPA_REQ_KEY, req_flags, 1, 1, "");
     qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REQUEST);
     cm_accept(&c, fd, ev.id);
@@ -279,17 +228,18 @@ static void test_conn_markers(void)
 {
     conn_markers(NULL, 0, 0);
     conn_markers(",mpa-markers=on", 0, RNIC_CONN_MARKERS_RX);
-    conn_markers(",mpa-markers=on", MPA_FLAG_M,
+    conn_markers(",mpa-markers=on", QRNIC_MPA_FLAG_M,
                  RNIC_CONN_MARKERS_TX | RNIC_CONN_MARKERS_RX);
 }
 
 /* The guest rejects: the peer gets a Reply with R set and the reason. */
 static void test_passive_reject(void)
 {
-    uint8_t hdr[MPA_HDR], pd[512];
     struct rnic_cmd_accept r = { 0 };
     struct rnic_event ev;
     uint16_t port, len;
+    QRnicMpa rep;
+    uint8_t b;
     CmTest c;
     int fd;
 
@@ -300,16 +250,13 @@ static void test_passive_reject(void)
     r.conn_id = ev.id;
     cm_pdata(&c, &r.param, "go away");
     qrnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
-    qrnic_read_full(fd, hdr, MPA_HDR);
-    g_assert_cmpmem(hdr, 16, MPA_REP_KEY, 16);
-    g_assert_cmphex(hdr[16] & MPA_FLAG_R, ==, MPA_FLAG_R);
-    len = lduw_be_p(hdr + 18);
+    len = qrnic_peer_mpa_read(fd, QRNIC_MPA_REP_KEY, &rep);
+    g_assert_cmphex(rep.flags & QRNIC_MPA_FLAG_R, ==, QRNIC_MPA_FLAG_R);
     g_assert_cmpuint(len, >=, strlen("go away"));
-    qrnic_read_full(fd, pd, len);
-    g_assert_cmpmem(pd + len - strlen("go away"), strlen("go away"),
+    g_assert_cmpmem(rep.pd + len - strlen("go away"), strlen("go away"),
                     "go away", strlen("go away"));
     /* Then the device closes the connection. */
-    g_assert_cmpint(read(fd, pd, 1), ==, 0);
+    g_assert_cmpint(read(fd, &b, 1), ==, 0);
     close(fd);
     qrnic_test_stop(&c.t);
 }
@@ -343,9 +290,9 @@ static void test_passive_garbage(void)
 /* The guest connects out; the test is the responder. */
 static void test_active_connect(void)
 {
-    uint8_t frame[600], hdr[MPA_HDR], pd[512];
     struct rnic_cmd_connect k = { 0 };
     struct rnic_event ev;
+    QRnicMpa req;
     uint32_t qpn;
     uint16_t port;
     CmTest c;
@@ -355,7 +302,7 @@ static void test_active_connect(void)
     lfd = qrnic_tcp_listen(&port);
     qpn = cm_create_qp(&c);
     k.qpn = cpu_to_le32(qpn);
-    k.peer = loopback(port);
+    k.peer = qrnic_loopback(port);
     k.param.ird = cpu_to_le16(2);
     k.param.ord = cpu_to_le16(2);
     cm_pdata(&c, &k.param, "ping");
@@ -364,13 +311,13 @@ static void test_active_connect(void)
     g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_STATE);
     fd = qrnic_tcp_accept(lfd);
-    g_assert_cmpuint(mpa_read(fd, MPA_REQ_KEY, hdr, pd), ==, 4 + 4);
-    g_assert_cmphex(hdr[16] & MPA_FLAG_ENHANCED, ==, MPA_FLAG_ENHANCED);
-    g_assert_cmpuint(lduw_be_p(pd) & 0x3fff, ==, 2);          /* IRD */
-    g_assert_cmpuint(lduw_be_p(pd + 2) & 0x3fff, ==, 2);      /* ORD */
-    g_assert_cmpmem(pd + 4, 4, "ping", 4);
-    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REP_KEY, 0, 2, 2,
-                                               "pong")), >, 0);
+    g_assert_cmpuint(qrnic_peer_mpa_read(fd, QRNIC_MPA_REQ_KEY, &req), ==,
+                     4 + 4);
+    g_assert_cmphex(req.flags & QRNIC_MPA_FLAG_S, ==, QRNIC_MPA_FLAG_S);
+    g_assert_cmpuint(req.ird & 0x3fff, ==, 2);
+    g_assert_cmpuint(req.ord & 0x3fff, ==, 2);
+    g_assert_cmpmem(req.pd + 4, 4, "ping", 4);
+    qrnic_peer_mpa_send(fd, QRNIC_MPA_REP_KEY, 0, 2, 2, "pong");
     qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_ESTABLISHED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
@@ -386,7 +333,7 @@ static uint32_t cm_connect_id(CmTest *c, uint32_t qpn, uint16_t port,
 {
     struct rnic_cmd_connect k = {
         .qpn = cpu_to_le32(qpn),
-        .peer = loopback(port),
+        .peer = qrnic_loopback(port),
     };
     struct rnic_cmd r = qrnic_cmd_ok(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
 
@@ -451,9 +398,9 @@ static void expect_reject_kept(CmTest *c, const struct rnic_event *ev,
 
 static void test_active_rejected_and_denied(void)
 {
-    uint8_t frame[600], hdr[MPA_HDR], pd[512];
     struct rnic_cmd_connect k = { 0 };
     struct rnic_event ev;
+    QRnicMpa req;
     uint32_t qpn;
     uint16_t port;
     CmTest c;
@@ -462,7 +409,7 @@ static void test_active_rejected_and_denied(void)
     cm_start(&c, NULL);
     qpn = cm_create_qp(&c);
     k.qpn = cpu_to_le32(qpn);
-    k.peer = loopback(9);
+    k.peer = qrnic_loopback(9);
     k.peer.addr[0] = 192;
     k.peer.addr[1] = 0;
     k.peer.addr[2] = 2;
@@ -470,12 +417,11 @@ static void test_active_rejected_and_denied(void)
                     ==, RNIC_CMD_ERR_DENIED);
 
     lfd = qrnic_tcp_listen(&port);
-    k.peer = loopback(port);
+    k.peer = qrnic_loopback(port);
     qrnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
     fd = qrnic_tcp_accept(lfd);
-    mpa_read(fd, MPA_REQ_KEY, hdr, pd);
-    g_assert_cmpint(write(fd, frame, mpa_frame(frame, MPA_REP_KEY, MPA_FLAG_R,
-                                               0, 0, "busy")), >, 0);
+    qrnic_peer_mpa_read(fd, QRNIC_MPA_REQ_KEY, &req);
+    qrnic_peer_mpa_send(fd, QRNIC_MPA_REP_KEY, QRNIC_MPA_FLAG_R, 0, 0, "busy");
     qrnic_wait_event(&c.t, &ev);
     g_assert_cmpuint(ev.type, ==, RNIC_EV_CONN_REJECTED);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qpn);
@@ -520,12 +466,12 @@ static void test_active_local_bind(void)
     cm_start(&c, NULL);
     lfd = qrnic_tcp_listen(&port);
     k.qpn = cpu_to_le32(cm_create_qp(&c));
-    k.peer = loopback(port);
+    k.peer = qrnic_loopback(port);
     laddr = guest_alloc(c.t.alloc, sizeof(local));
     k.local_addr = cpu_to_le64(laddr);
 
     /* Outside listen-allow: refused before any socket is bound. */
-    local = loopback(lport);
+    local = qrnic_loopback(lport);
     local.addr[3] = 2;
     qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
     g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
@@ -536,13 +482,13 @@ static void test_active_local_bind(void)
                     ==, RNIC_CMD_ERR_PARAM);
 
     /* Taken by a listener on the host. */
-    local = loopback(port);
+    local = qrnic_loopback(port);
     qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
     g_assert_cmphex(qrnic_cmd_status(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k)),
                     ==, RNIC_CMD_ERR_ADDRINUSE);
 
     /* The guest's 10.0.0.1 is the host's 127.0.0.1 (addr-map default). */
-    local = loopback(lport);
+    local = qrnic_loopback(lport);
     local.addr[0] = 10;
     qtest_memwrite(c.t.qts, laddr, &local, sizeof(local));
     qrnic_cmd_ok(&c.t, RNIC_CMD_CONNECT, &k, sizeof(k));
@@ -683,7 +629,7 @@ static uint16_t cm_connect_status(CmTest *c, uint16_t port)
 {
     struct rnic_cmd_connect k = {
         .qpn = cpu_to_le32(cm_create_qp(c)),
-        .peer = loopback(port),
+        .peer = qrnic_loopback(port),
     };
 
     return qrnic_cmd_status(&c->t, RNIC_CMD_CONNECT, &k, sizeof(k));
@@ -691,7 +637,7 @@ static uint16_t cm_connect_status(CmTest *c, uint16_t port)
 
 static uint16_t cm_listen_status(CmTest *c, uint16_t port)
 {
-    struct rnic_cmd_listen l = { .local = loopback(port), .backlog = 1 };
+    struct rnic_cmd_listen l = { .local = qrnic_loopback(port), .backlog = 1 };
 
     return qrnic_cmd_status(&c->t, RNIC_CMD_LISTEN, &l, sizeof(l));
 }
@@ -759,9 +705,9 @@ static void test_mpa_timeout(void)
  */
 static void test_listen_backlog(void)
 {
-    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 2 };
+    struct rnic_cmd_listen l = { .local = qrnic_loopback(0), .backlog = 2 };
     uint8_t frame[64];
-    size_t len = mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1, "");
+    size_t len = qrnic_peer_mpa_frame(frame, QRNIC_MPA_REQ_KEY, 0, 1, 1, "");
     struct rnic_event ev;
     struct rnic_cmd cmd;
     uint32_t first = 0;
@@ -814,10 +760,11 @@ static void test_listen_backlog(void)
  */
 static void test_connect_slots_reserved(void)
 {
-    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 8 };
+    struct rnic_cmd_listen l = { .local = qrnic_loopback(0), .backlog = 8 };
     struct rnic_cmd cmd;
     uint16_t port, theirs;
     int fds[4], lfd, out;
+    QRnicMpa req;
     CmTest c;
 
     cm_start(&c, ",max-qps=2");
@@ -831,11 +778,7 @@ static void test_connect_slots_reserved(void)
     lfd = qrnic_tcp_listen(&theirs);
     g_assert_cmphex(cm_connect_status(&c, theirs), ==, RNIC_CMD_OK);
     out = qrnic_tcp_accept(lfd);
-    {
-        uint8_t hdr[MPA_HDR], pd[512];
-
-        mpa_read(out, MPA_REQ_KEY, hdr, pd);
-    }
+    qrnic_peer_mpa_read(out, QRNIC_MPA_REQ_KEY, &req);
     close(out);
     close(lfd);
     for (int i = 0; i < 4; i++) {
@@ -929,9 +872,9 @@ static void test_accept_emfile(void)
  */
 static void test_request_flood_keeps_events(void)
 {
-    struct rnic_cmd_listen l = { .local = loopback(0), .backlog = 8 };
+    struct rnic_cmd_listen l = { .local = qrnic_loopback(0), .backlog = 8 };
     uint8_t frame[64];
-    size_t len = mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1, "");
+    size_t len = qrnic_peer_mpa_frame(frame, QRNIC_MPA_REQ_KEY, 0, 1, 1, "");
     uint16_t ports[2], closed_port = free_port();
     struct rnic_event ev;
     int fds[8], requests = 0, errors = 0;
@@ -1035,8 +978,9 @@ static void test_listener_share(void)
 static void test_burst_held(void)
 {
     enum { PEERS = 40 };
-    uint8_t frame[64], hdr[MPA_HDR], pd[512];
-    size_t len = mpa_frame(frame, MPA_REQ_KEY, 0, 1, 1, "");
+    uint8_t frame[64];
+    size_t len = qrnic_peer_mpa_frame(frame, QRNIC_MPA_REQ_KEY, 0, 1, 1, "");
+    QRnicMpa rep;
     uint16_t port;
     int fds[PEERS];
     CmTest c;
@@ -1057,8 +1001,8 @@ static void test_burst_held(void)
         qrnic_cmd_ok(&c.t, RNIC_CMD_REJECT, &r, sizeof(r));
     }
     for (int i = 0; i < PEERS; i++) {
-        mpa_read(fds[i], MPA_REP_KEY, hdr, pd);
-        g_assert_cmphex(hdr[16] & MPA_FLAG_R, ==, MPA_FLAG_R);
+        qrnic_peer_mpa_read(fds[i], QRNIC_MPA_REP_KEY, &rep);
+        g_assert_cmphex(rep.flags & QRNIC_MPA_FLAG_R, ==, QRNIC_MPA_FLAG_R);
         close(fds[i]);
     }
     g_assert_cmphex(qrnic_rd(&c.t, RNIC_REG_STATUS) & RNIC_STATUS_EQ_OVERFLOW,
@@ -1073,11 +1017,11 @@ static void test_burst_held(void)
 static void cm_burn_conn_ids(CmTest *c, uint32_t qpn, uint16_t port,
                              uint32_t n)
 {
-    struct rnic_sockaddr local = loopback(0);
+    struct rnic_sockaddr local = qrnic_loopback(0);
     uint64_t laddr = guest_alloc(c->t.alloc, sizeof(local));
     struct rnic_cmd_connect k = {
         .qpn = cpu_to_le32(qpn),
-        .peer = loopback(port),
+        .peer = qrnic_loopback(port),
         .local_addr = cpu_to_le64(laddr),
     };
     uint32_t batch = (1u << QRNIC_CMDQ_LOG) - 1;

@@ -21,9 +21,8 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qemu/crc32c.h"
 #include "qemu/cutils.h"
-#include "libqos/rnic.h"
+#include "libqos/rnic-peer.h"
 
 #define NCONN       64
 #define MAX_ITEMS   16
@@ -36,14 +35,6 @@
 #define PREFILL     0xee
 #define GUARD_BYTE  0x5a
 #define IOVA        QRNIC_MR_IOVA
-#define OP_READ_REQ     0x1
-#define OP_READ_RESP    0x2
-#define OP_SEND         0x3
-#define OP_SEND_INV     0x4
-#define OP_TERMINATE    0x7
-#define OP_IMM          0x8
-#define OP_ATOMIC_REQ   0xa
-#define OP_ATOMIC_RESP  0xb
 
 enum ending { END_FIN, END_CLOSE, END_RST };
 
@@ -61,12 +52,11 @@ typedef struct Hostile {
     uint64_t mem, recv_mem;         /* guard, buffer, guard */
     uint16_t port;
     /* the connection */
-    int fd;
-    bool crc, broken, poisoned, our_term, got_term;
+    QRnicPeer wire;
+    bool broken, poisoned, our_term, got_term;
     unsigned read_resps;            /* whole Read Responses not waited for */
     QRnicQp qp;
     uint64_t cq_ring;
-    uint32_t msn[3];
     unsigned recvs_left;
     uint32_t next_off;
     GByteArray *out, *in;
@@ -84,58 +74,36 @@ static uint8_t pattern(uint32_t off, uint8_t salt)
     return (uint8_t)(off * 131 + salt * 29 + 7);
 }
 
-/* ---- the wire (RFC 5044 7.1, RFC 5041 5, RFC 5040 4) ---- */
+/* ---- the wire: libqos's peer, and what no peer should send ---- */
 
 /* Appends one FPDU to h->out; @bad_crc: a CRC that cannot match. */
 static void fpdu(Hostile *h, const uint8_t *ulpdu, size_t len, bool bad_crc)
 {
     uint8_t f[2048];
-    size_t n = 2 + len, pad = (4 - n % 4) % 4;
-    uint32_t crc;
+    size_t n = qrnic_peer_fpdu(&h->wire, ulpdu, len, f, sizeof(f));
 
-    g_assert_cmpuint(n + pad + 4, <=, sizeof(f));
-    stw_be_p(f, len);
-    memcpy(f + 2, ulpdu, len);
-    memset(f + n, 0, pad);
-    n += pad;
-    crc = h->crc ? crc32c(0xffffffff, f, n) : 0;
-    stl_le_p(f + n, bad_crc ? ~crc : crc);
-    g_byte_array_append(h->out, f, n + 4);
+    if (bad_crc) {
+        stl_le_p(f + n - 4, ~ldl_le_p(f + n - 4));
+    }
+    g_byte_array_append(h->out, f, n);
 }
 
 static size_t tagged(uint8_t *u, uint8_t opcode, uint32_t stag, uint64_t to)
 {
-    u[0] = 0x80 | 0x40 | 0x01;                  /* T, L, DV 1 */
-    u[1] = 0x40 | opcode;                       /* RV 1 */
-    stl_be_p(u + 2, stag);
-    stq_be_p(u + 6, to);
-    return 14;
+    return qrnic_peer_tagged_hdr(u, true, opcode, stag, to);
 }
 
 static size_t untagged(Hostile *h, uint8_t *u, uint8_t opcode, uint32_t inv,
                        uint32_t qn)
 {
-    u[0] = 0x40 | 0x01;                         /* L, DV 1 */
-    u[1] = 0x40 | opcode;
-    stl_be_p(u + 2, inv);
-    stl_be_p(u + 6, qn);
-    stl_be_p(u + 10, qn < 3 ? h->msn[qn]++ : 1);
-    stl_be_p(u + 14, 0);                        /* MO */
-    return 18;
+    return qrnic_peer_untagged_hdr(&h->wire, u, opcode, inv, qn, 0);
 }
 
-/* A Read Request body (RFC 5040 4.4) naming @len octets at @to. */
+/* A Read Request naming @len octets at @to, into our STag 0x1234. */
 static size_t read_req(Hostile *h, uint8_t *u, uint32_t stag, uint64_t to,
                        uint32_t len)
 {
-    size_t n = untagged(h, u, OP_READ_REQ, 0, 1);
-
-    stl_be_p(u + n, 0x1234);                    /* our sink STag */
-    stq_be_p(u + n + 4, 0);
-    stl_be_p(u + n + 12, len);
-    stl_be_p(u + n + 16, stag);
-    stq_be_p(u + n + 20, to);
-    return n + 28;
+    return qrnic_peer_read_req(&h->wire, u, 0x1234, 0, len, stag, to);
 }
 
 /* ---- talking ---- */
@@ -147,7 +115,7 @@ static size_t read_req(Hostile *h, uint8_t *u, uint32_t stag, uint64_t to,
 static ssize_t take_input(Hostile *h, bool wait)
 {
     uint8_t b[4096];
-    ssize_t n = recv(h->fd, b, sizeof(b), wait ? 0 : MSG_DONTWAIT);
+    ssize_t n = recv(h->wire.fd, b, sizeof(b), wait ? 0 : MSG_DONTWAIT);
 
     if (n <= 0) {
         if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -158,16 +126,16 @@ static ssize_t take_input(Hostile *h, bool wait)
     g_byte_array_append(h->in, b, n);
     while (h->in->len >= 2) {
         size_t len = lduw_be_p(h->in->data);
-        size_t whole = 2 + len + (4 - (2 + len) % 4) % 4 + 4;
+        size_t whole = qrnic_peer_fpdu_size(len);
 
         if (h->in->len < whole) {
             break;
         }
-        if (len >= 2 && (h->in->data[3] & 0x0f) == OP_READ_RESP &&
+        if (len >= 2 && (h->in->data[3] & 0x0f) == QRNIC_RDMAP_READ_RESP &&
             (h->in->data[2] & 0x40)) {
             h->read_resps++;
         }
-        if (len >= 2 && (h->in->data[3] & 0x0f) == OP_TERMINATE) {
+        if (len >= 2 && (h->in->data[3] & 0x0f) == QRNIC_RDMAP_TERMINATE) {
             h->got_term = true;
             if (len >= 22) {
                 g_test_message("device Terminate %02x %02x", h->in->data[20],
@@ -190,7 +158,7 @@ static void flush(Hostile *h)
     while (off < h->out->len && !h->broken) {
         size_t n = MIN(g_rand_int_range(h->split, 1, max + 1),
                        h->out->len - off);
-        ssize_t w = send(h->fd, h->out->data + off, n, MSG_NOSIGNAL);
+        ssize_t w = send(h->wire.fd, h->out->data + off, n, MSG_NOSIGNAL);
 
         if (w < 0) {
             /*
@@ -217,7 +185,7 @@ static void wait_read_resp(Hostile *h)
     gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
 
     flush(h);
-    setsockopt(h->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(h->wire.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     while (!h->read_resps) {
         g_assert_false(h->broken);
         g_assert_false(h->got_term);
@@ -264,8 +232,8 @@ static void clean_send(Hostile *h)
         return;
     }
     h->recvs_left--;
-    n = untagged(h, u, imm ? OP_IMM + rnd(h, 2) : OP_SEND + 2 * rnd(h, 2),
-                 0, 0);
+    n = untagged(h, u, imm ? QRNIC_RDMAP_IMM + rnd(h, 2)
+                           : QRNIC_RDMAP_SEND + 2 * rnd(h, 2), 0, 0);
     memset(u + n, 0x77, len);
     fpdu(h, u, n + len, false);
 }
@@ -325,43 +293,46 @@ static void poison(Hostile *h)
         n += rnd(h, 32);
         break;
     case 4:     /* untagged queue 3 and up */
-        n = untagged(h, u, OP_SEND, 0, 3 + rnd(h, 100));
+        n = untagged(h, u, QRNIC_RDMAP_SEND, 0, 3 + rnd(h, 100));
         break;
     case 5:     /* MSN out of order */
-        n = untagged(h, u, OP_SEND, 0, 0);
-        stl_be_p(u + 10, h->msn[0] + 1 + rnd(h, 1000));
+        n = untagged(h, u, QRNIC_RDMAP_SEND, 0, 0);
+        stl_be_p(u + 10, h->wire.msn[0] + 1 + rnd(h, 1000));
         break;
     case 6:     /* MO of a message that never began */
-        n = untagged(h, u, OP_SEND, 0, 0);
+        n = untagged(h, u, QRNIC_RDMAP_SEND, 0, 0);
         stl_be_p(u + 14, 1 + rnd(h, 4096));
         break;
     case 7:     /* longer than any receive buffer */
-        n = untagged(h, u, OP_SEND, 0, 0) + RECV_LEN + 1 + rnd(h, 500);
+        n = untagged(h, u, QRNIC_RDMAP_SEND, 0, 0) + RECV_LEN + 1 +
+            rnd(h, 500);
         break;
     case 8:     /* a Read Response we never asked for */
-        n = tagged(u, OP_READ_RESP, g_rand_int(h->rand), rnd(h, 4096));
+        n = tagged(u, QRNIC_RDMAP_READ_RESP, g_rand_int(h->rand),
+                   rnd(h, 4096));
         n += rnd(h, 64);
         break;
     case 9:     /* Read of a STag we have no rights to */
         n = read_req(h, u, foreign_stag(h), IOVA, 1 + rnd(h, 64));
         break;
     case 10:    /* Atomic Request (no atomic rights), or a Response */
-        n = untagged(h, u, rnd(h, 2) ? OP_ATOMIC_RESP : OP_ATOMIC_REQ, 0,
-                     3) + 52;
+        n = untagged(h, u, rnd(h, 2) ? QRNIC_RDMAP_ATOMIC_RESP
+                                     : QRNIC_RDMAP_ATOMIC_REQ, 0, 3) + 52;
         stl_be_p(u + 26, h->stag);
         stq_be_p(u + 30, IOVA);
         break;
     case 11:    /* Send with Invalidate of a STag that is not there */
-        n = untagged(h, u, OP_SEND_INV + 2 * rnd(h, 2), foreign_stag(h), 0);
+        n = untagged(h, u, QRNIC_RDMAP_SEND_INV + 2 * rnd(h, 2),
+                     foreign_stag(h), 0);
         break;
     default:    /* our own Terminate */
-        n = untagged(h, u, OP_TERMINATE, 0, 2) + 4;
+        n = untagged(h, u, QRNIC_RDMAP_TERMINATE, 0, 2) + 4;
         u[18] = 0x02;
         u[19] = 0xff;
         h->our_term = true;
         break;
     }
-    fpdu(h, u, n, h->crc && rnd(h, 4) == 0);
+    fpdu(h, u, n, h->wire.crc && rnd(h, 4) == 0);
 }
 
 /* Stream octets no peer would send: a broken header, or pure noise. */
@@ -419,7 +390,7 @@ static void one_item(Hostile *h, GString *log)
 
 /* ---- one connection ---- */
 
-static void connect_peer(Hostile *h)
+static void connect_peer(Hostile *h, bool crc)
 {
     uint32_t cqn = qrnic_create_cq(&h->t, CQ_LOG, 1, &h->cq_ring);
 
@@ -437,8 +408,8 @@ static void connect_peer(Hostile *h)
 
         qrnic_post_recv(&h->t, &h->qp, &w);
     }
-    h->fd = qrnic_tcp_connect(h->port, 0);
-    qrnic_raw_peer_accept(&h->t, h->fd, h->qp.qpn, h->crc, false);
+    qrnic_peer_init(&h->wire, qrnic_tcp_connect(h->port, 0), crc);
+    qrnic_peer_accept(&h->wire, &h->t, h->qp.qpn, false);
 }
 
 /* FIN: the device answers and closes.  Close or RST: it notices. */
@@ -449,16 +420,16 @@ static void end_connection(Hostile *h, enum ending how)
     struct timeval tv = { .tv_sec = 5 };
 
     if (how == END_FIN) {
-        shutdown(h->fd, SHUT_WR);
-        setsockopt(h->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        shutdown(h->wire.fd, SHUT_WR);
+        setsockopt(h->wire.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         while (!h->broken) {
             g_assert_cmpint(g_get_monotonic_time(), <, end);
             take_input(h, true);
         }
     } else if (how == END_RST) {
-        setsockopt(h->fd, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
+        setsockopt(h->wire.fd, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
     }
-    close(h->fd);
+    close(h->wire.fd);
     while (qrnic_query_qp_state(&h->t, h->qp.qpn) == RNIC_QPS_RTS) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(1000);
@@ -506,18 +477,18 @@ static void one_connection(Hostile *h, int conn)
     int nitems = 1 + rnd(h, MAX_ITEMS - 1);
     g_autoptr(GString) log = g_string_new("");
     struct rnic_event ev;
+    bool crc;
 
-    h->crc = rnd(h, 2);
+    crc = rnd(h, 2);
     g_rand_set_seed(h->split, g_rand_int(h->rand));
     h->broken = h->poisoned = h->our_term = h->got_term = false;
     h->read_resps = 0;
     g_byte_array_set_size(h->in, 0);
-    h->msn[0] = h->msn[1] = h->msn[2] = 1;
     h->recvs_left = NRECV;
     h->next_off = 0;
     h->nw = 0;
     qtest_memset(h->t.qts, h->mem + GUARD, PREFILL, BUF_LEN);
-    connect_peer(h);
+    connect_peer(h, crc);
     for (int i = 0; i < nitems; i++) {
         one_item(h, log);
     }
@@ -532,7 +503,7 @@ static void one_connection(Hostile *h, int conn)
     flush(h);
     end_connection(h, how);
     g_test_message("connection %d: items%s, crc %d, end %d, poisoned %d, "
-                   "device Terminate %d", conn, log->str, h->crc, how,
+                   "device Terminate %d", conn, log->str, h->wire.crc, how,
                    h->poisoned, h->got_term);
     g_assert_cmphex(qrnic_rd(&h->t, RNIC_REG_STATUS), ==, RNIC_STATUS_READY);
     qtest_qmp_assert_success(h->t.qts, "{'execute': 'query-status'}");
@@ -550,7 +521,7 @@ static void test_hostile_streams(void)
     const char *env = g_getenv("RNIC_HOSTILE_SEED");
     unsigned int seed = 20261201;
     struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+        .local = qrnic_loopback(0),
     };
     struct rnic_cmd cmd;
     Hostile h;

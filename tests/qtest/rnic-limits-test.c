@@ -8,7 +8,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qobject/qdict.h"
-#include "libqos/rnic.h"
+#include "libqos/rnic-peer.h"
 
 #define BIG_PAGES   (1u << 20)      /* a 4 GiB region of 4 KiB pages */
 
@@ -318,18 +318,16 @@ static void test_wq_run_tx_bound(void)
             .opcode = RNIC_WQE_WRITE,
             .num_sge = 1,
             .remote_stag = cpu_to_le32(0x100),
-            .sge[0] = {
-                .addr = cpu_to_le64(QRNIC_MR_IOVA),
-                .length = cpu_to_le32(LEN),
-                .stag = cpu_to_le32(stag),
-            },
+            .sge[0] = qrnic_sge(stag, QRNIC_MR_IOVA, LEN),
         };
+        QRnicPeer wire;
 
         t.udb = i + 1;
         g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp[i]), ==,
                         RNIC_CMD_OK);
-        fds[i] = qrnic_tcp_connect(port, 0);
-        qrnic_raw_peer_accept(&t, fds[i], qp[i].qpn, false, false);
+        qrnic_peer_init(&wire, qrnic_tcp_connect(port, 0), false);
+        qrnic_peer_accept(&wire, &t, qp[i].qpn, false);
+        fds[i] = wire.fd;
         qtest_memwrite(t.qts, qp[i].sq, &w, sizeof(w));
         stl_le_p(pages + i * PAGE, RNIC_DB_VALUE(qp[i].qpn, 1));
     }

@@ -7,8 +7,8 @@
  * a Terminate, a broken CRC — and checks the device's Terminate on the
  * wire, its events, completions, and that nothing was placed.
  *
- * The wire layouts are written out here on purpose (RFC 5044 §7, RFC 5041
- * §5, RFC 5040 §4): an independent reading of the RFCs, not the core's.
+ * The wire is libqos's peer (rnic-peer.h): an independent reading of the
+ * RFCs, not the core's.
  */
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
@@ -16,17 +16,11 @@
 #include "qemu/atomic.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
-#include "libqos/rnic.h"
+#include "libqos/rnic-peer.h"
 
 #define IOVA        0x10000000ull
 #define QP_LOG      3
 #define CQ_LOG      4
-
-/* Terminate layer/etype as the event's arg0 carries them. */
-#define DDP_TAGGED      0x101
-#define DDP_UNTAGGED    0x102
-#define RDMAP_REMOTE_OP 0x002
-#define LLP_MPA         0x200
 
 typedef struct Peer {
     QRnic t;
@@ -34,129 +28,9 @@ typedef struct Peer {
     QRnicQp srq;            /* when the QP takes receives from an SRQ */
     uint64_t cq_ring, buf;
     QRnicQp qp;
-    int fd;
-    bool crc;
-    uint32_t msn[3];        /* next MSN per untagged queue we send on */
+    QRnicPeer wire;         /* our end of the connection */
     uint16_t qp_flags;      /* RNIC_QP_FLAG_* of the device's QP */
 } Peer;
-
-/* ---- CRC32c (RFC 3720 polynomial, reflected), for CRC-on streams ---- */
-
-static uint32_t crc32c(const uint8_t *p, size_t len)
-{
-    uint32_t crc = 0xffffffff;
-
-    while (len--) {
-        crc ^= *p++;
-        for (int k = 0; k < 8; k++) {
-            crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78 : crc >> 1;
-        }
-    }
-    return ~crc;
-}
-
-/* ---- FPDUs (RFC 5044 §7.1: length, ULPDU, pad, CRC) ---- */
-
-/* Frames @ulpdu into @f (room for @size octets); returns the FPDU's length. */
-static size_t frame_fpdu(Peer *p, const uint8_t *ulpdu, size_t len,
-                         uint8_t *f, size_t size)
-{
-    size_t n = 2 + len, pad = (4 - n % 4) % 4;
-    uint32_t crc;
-
-    g_assert_cmpuint(n + pad + 4, <=, size);
-    stw_be_p(f, len);
-    memcpy(f + 2, ulpdu, len);
-    memset(f + n, 0, pad);
-    n += pad;
-    crc = p->crc ? crc32c(f, n) : 0;
-    stl_le_p(f + n, crc);   /* the CRC goes out least significant first */
-    return n + 4;
-}
-
-static void send_fpdu(Peer *p, const uint8_t *ulpdu, size_t len)
-{
-    uint8_t f[2048];
-
-    qrnic_write_full(p->fd, f, frame_fpdu(p, ulpdu, len, f, sizeof(f)));
-}
-
-/* Reads one FPDU; returns the ULPDU length, the ULPDU in @ulpdu. */
-static size_t recv_fpdu(Peer *p, uint8_t *ulpdu)
-{
-    uint8_t hdr[2], tail[8];
-    size_t len, pad;
-
-    qrnic_read_full(p->fd, hdr, 2);
-    len = lduw_be_p(hdr);
-    g_assert_cmpuint(len, <=, 1024);
-    qrnic_read_full(p->fd, ulpdu, len);
-    pad = (4 - (2 + len) % 4) % 4;
-    qrnic_read_full(p->fd, tail, pad + 4);
-    return len;
-}
-
-/* DDP tagged header (RFC 5041 §5.1) + RDMAP control (RFC 5040 §4.1). */
-static size_t tagged_hdr(uint8_t *h, bool last, uint8_t opcode,
-                         uint32_t stag, uint64_t to)
-{
-    h[0] = 0x80 | (last ? 0x40 : 0) | 0x01;     /* T, L, DV 1 */
-    h[1] = 0x40 | opcode;                       /* RV 1 */
-    stl_be_p(h + 2, stag);
-    stq_be_p(h + 6, to);
-    return 14;
-}
-
-/* DDP untagged header (RFC 5041 §5.2). */
-static size_t untagged_hdr(Peer *p, uint8_t *h, uint8_t opcode, uint32_t inv,
-                           uint32_t qn, uint32_t mo)
-{
-    h[0] = 0x40 | 0x01;                         /* L, DV 1 */
-    h[1] = 0x40 | opcode;
-    stl_be_p(h + 2, inv);
-    stl_be_p(h + 6, qn);
-    stl_be_p(h + 10, p->msn[qn]++);
-    stl_be_p(h + 14, mo);
-    return 18;
-}
-
-/* Appends to @f at *n an RDMA Write of @len octets of @data. */
-static void add_write(Peer *p, uint8_t *f, size_t *n, size_t size,
-                      uint32_t stag, uint64_t to, const void *data, size_t len)
-{
-    uint8_t u[1024];
-    size_t h = tagged_hdr(u, true, 0x0, stag, to);
-
-    memcpy(u + h, data, len);
-    *n += frame_fpdu(p, u, h + len, f + *n, size - *n);
-}
-
-static void rdma_write(Peer *p, uint32_t stag, uint64_t to, const void *data,
-                       size_t len)
-{
-    uint8_t f[2048];
-    size_t n = 0;
-
-    add_write(p, f, &n, sizeof(f), stag, to, data, len);
-    qrnic_write_full(p->fd, f, n);
-}
-
-/*
- * Reads the device's Terminate: an untagged message on QN 2 whose first
- * word is layer(4) etype(4) ecode(8) hdrct(3) (RFC 5040 §4.8).
- */
-static void expect_terminate(Peer *p, uint32_t layer_etype, uint8_t ecode)
-{
-    uint8_t u[1024];
-    size_t len = recv_fpdu(p, u);
-
-    g_assert_cmpuint(len, >=, 18 + 4);
-    g_assert_cmphex(u[1] & 0x0f, ==, 0x7);              /* Terminate */
-    g_assert_cmpuint(ldl_be_p(u + 6), ==, 2);           /* QN 2 */
-    g_assert_cmpuint(ldl_be_p(u + 10), ==, 1);          /* first MSN */
-    g_assert_cmphex(((u[18] >> 4) << 8) | (u[18] & 0x0f), ==, layer_etype);
-    g_assert_cmphex(u[19], ==, ecode);
-}
 
 static uint64_t dev_stat(Peer *p, const char *name)
 {
@@ -168,8 +42,8 @@ static void expect_closed(Peer *p)
     struct timeval tv = { .tv_sec = 5 };
     uint8_t b;
 
-    setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    g_assert_cmpint(read(p->fd, &b, 1), <=, 0);
+    setsockopt(p->wire.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    g_assert_cmpint(read(p->wire.fd, &b, 1), <=, 0);
 }
 
 /*
@@ -181,15 +55,13 @@ static uint32_t peer_setup(Peer *p, uint8_t policy, bool crc, int rcvbuf,
                            bool use_srq)
 {
     struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+        .local = qrnic_loopback(0),
     };
     struct rnic_cmd cmd;
     uint64_t pbl;
     uint32_t stag;
     struct rnic_cmd_reg_mr r;
 
-    p->crc = crc;
-    p->msn[0] = p->msn[1] = p->msn[2] = 1;
     qrnic_test_enable(&p->t);
     p->pdn = qrnic_create_pd(&p->t);
     p->cqn = qrnic_create_cq(&p->t, CQ_LOG, 1, &p->cq_ring);
@@ -220,9 +92,11 @@ static uint32_t peer_setup(Peer *p, uint8_t policy, bool crc, int rcvbuf,
     stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
 
     cmd = qrnic_cmd_ok(&p->t, RNIC_CMD_LISTEN, &l, sizeof(l));
-    p->fd = qrnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
-                                           cmd.u.raw)->local.port), rcvbuf);
-    qrnic_raw_peer_accept(&p->t, p->fd, p->qp.qpn, crc, true);
+    qrnic_peer_init(&p->wire,
+                    qrnic_tcp_connect(le16_to_cpu(((struct rnic_cmd_listen *)
+                                                   cmd.u.raw)->local.port),
+                                      rcvbuf), crc);
+    qrnic_peer_accept(&p->wire, &p->t, p->qp.qpn, true);
     return stag;
 }
 
@@ -241,7 +115,7 @@ static uint32_t peer_start(Peer *p, uint8_t policy, bool crc)
 
 static void peer_stop(Peer *p)
 {
-    close(p->fd);
+    close(p->wire.fd);
     qrnic_test_stop(&p->t);
 }
 
@@ -262,8 +136,8 @@ static void test_write_placed(void)
     Peer p;
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
 
-    rdma_write(&p, stag, IOVA + 5000, msg, sizeof(msg));
-    rdma_write(&p, stag, IOVA + 9000, msg, sizeof(msg));
+    qrnic_peer_write(&p.wire, stag, IOVA + 5000, msg, sizeof(msg));
+    qrnic_peer_write(&p.wire, stag, IOVA + 9000, msg, sizeof(msg));
     /* A Write is silent: read the memory once the device had its turn. */
     for (int i = 0; i < 1000; i++) {
         qtest_memread(p.t.qts, p.buf + 9000, got, sizeof(got));
@@ -314,10 +188,10 @@ static void test_invalid_stag(void)
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
 
     /* Right index, wrong key. */
-    rdma_write(&p, stag ^ 0xff, IOVA, "x", 1);
-    expect_terminate(&p, DDP_TAGGED, 0x00);
+    qrnic_peer_write(&p.wire, stag ^ 0xff, IOVA, "x", 1);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x00);
     qrnic_expect_event(&p.t, RNIC_EV_TERM_SENT, &ev);
-    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, DDP_TAGGED);
+    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, QRNIC_TERM_DDP_TAGGED);
     expect_closed(&p);
     assert_untouched(&p, 0, 16384);
     g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), >=,
@@ -353,8 +227,8 @@ static void test_phys_stag_from_wire(void)
     peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
     g_assert_cmphex(qrnic_alloc_mr(&p.t, p.pdn, 0, 0x44, RNIC_ALLOC_MR_PHYS,
                                    &phys), ==, RNIC_CMD_OK);
-    rdma_write(&p, phys, p.buf, "x", 1);
-    expect_terminate(&p, DDP_TAGGED, 0x00);
+    qrnic_peer_write(&p.wire, phys, p.buf, "x", 1);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x00);
     qrnic_expect_event(&p.t, RNIC_EV_TERM_SENT, &ev);
     expect_closed(&p);
     assert_untouched(&p, 0, 16384);
@@ -381,8 +255,8 @@ static void test_query_qp_terminate(void)
     q = query_qp(&p);
     g_assert_cmpuint(le32_to_cpu(q.conn_id), !=, 0);
     g_assert_cmpuint(q.term_received, ==, RNIC_QP_TERM_NONE);
-    rdma_write(&p, stag ^ 0xff, IOVA, "x", 1);
-    expect_terminate(&p, DDP_TAGGED, 0x00);
+    qrnic_peer_write(&p.wire, stag ^ 0xff, IOVA, "x", 1);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x00);
     qrnic_expect_event(&p.t, RNIC_EV_TERM_SENT, &ev);
     q = query_qp(&p);
     g_assert_cmpuint(q.term_received, ==, RNIC_QP_TERM_SENT);
@@ -398,9 +272,9 @@ static void test_query_qp_terminate(void)
 static void test_unlisten_resets_pending(void)
 {
     struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+        .local = qrnic_loopback(0),
     };
-    uint8_t req[24] = "MPA ID Req Frame", b;
+    uint8_t req[QRNIC_MPA_HDR], b;
     struct timeval tv = { .tv_sec = 5 };
     struct rnic_cmd_accept a = {
         .param = { .ird = cpu_to_le16(1), .ord = cpu_to_le16(1) },
@@ -422,13 +296,15 @@ static void test_unlisten_resets_pending(void)
                     RNIC_CMD_OK);
     cmd = qrnic_cmd_ok(&p.t, RNIC_CMD_LISTEN, &l, sizeof(l));
     l = *(struct rnic_cmd_listen *)cmd.u.raw;
-    p.fd = qrnic_tcp_connect(le16_to_cpu(l.local.port), 0);
-    req[17] = 1;                                    /* rev 1, no pdata */
-    qrnic_write_full(p.fd, req, sizeof(req));
+    qrnic_peer_init(&p.wire, qrnic_tcp_connect(le16_to_cpu(l.local.port), 0),
+                    false);
+    qrnic_write_full(p.wire.fd, req,               /* rev 1, no pdata */
+                     qrnic_peer_mpa_raw(req, QRNIC_MPA_REQ_KEY, 0, 1, NULL,
+                                        0));
     qrnic_expect_event(&p.t, RNIC_EV_CONN_REQUEST, &ev);
     qrnic_cmd_ok(&p.t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
-    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    n = read(p.fd, &b, 1);
+    setsockopt(p.wire.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    n = read(p.wire.fd, &b, 1);
     g_assert_true(n == 0 || (n < 0 && errno == ECONNRESET));
     a.conn_id = ev.id;
     a.qpn = cpu_to_le32(qp.qpn);
@@ -445,9 +321,9 @@ static void test_unlisten_resets_pending(void)
 static void test_event_while_disabled(void)
 {
     struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+        .local = qrnic_loopback(0),
     };
-    uint8_t req[24] = "MPA ID Req Frame";
+    uint8_t req[QRNIC_MPA_HDR];
     struct rnic_cmd cmd;
     uint32_t eq_prod;
     Peer p;
@@ -460,9 +336,12 @@ static void test_event_while_disabled(void)
     eq_prod = qrnic_rd(&p.t, RNIC_REG_EQ_PROD);
     qrnic_wr(&p.t, RNIC_REG_CONTROL, 0);
     qrnic_wr(&p.t, RNIC_REG_EQ_LOG_SIZE, 40);
-    p.fd = qrnic_tcp_connect(le16_to_cpu(l.local.port), 0);
-    req[17] = 1;
-    qrnic_write_full(p.fd, req, sizeof(req));   /* would post CONN_REQUEST */
+    qrnic_peer_init(&p.wire, qrnic_tcp_connect(le16_to_cpu(l.local.port), 0),
+                    false);
+    /* would post CONN_REQUEST */
+    qrnic_write_full(p.wire.fd, req,
+                     qrnic_peer_mpa_raw(req, QRNIC_MPA_REQ_KEY, 0, 1, NULL,
+                                        0));
     for (int i = 0; i < 200; i++) {
         g_usleep(1000);
         qrnic_settle(&p.t);
@@ -478,8 +357,8 @@ static void test_base_bounds(void)
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
 
     /* Last 4 bytes in range, the fifth beyond: all refused. */
-    rdma_write(&p, stag, IOVA + 16384 - 4, "12345", 5);
-    expect_terminate(&p, DDP_TAGGED, 0x01);
+    qrnic_peer_write(&p.wire, stag, IOVA + 16384 - 4, "12345", 5);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x01);
     expect_closed(&p);
     assert_untouched(&p, 0, 16384);
     peer_stop(&p);
@@ -490,8 +369,8 @@ static void test_to_wrap(void)
     Peer p;
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
 
-    rdma_write(&p, stag, UINT64_MAX - 1, "1234", 4);
-    expect_terminate(&p, DDP_TAGGED, 0x03);
+    qrnic_peer_write(&p.wire, stag, UINT64_MAX - 1, "1234", 4);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x03);
     assert_untouched(&p, 0, 16384);
     peer_stop(&p);
 }
@@ -503,10 +382,10 @@ static void test_one_shot_twice(void)
     Peer p;
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_ONE_SHOT, false);
 
-    rdma_write(&p, stag, IOVA + 100, first, sizeof(first));
+    qrnic_peer_write(&p.wire, stag, IOVA + 100, first, sizeof(first));
     /* The second message to the one-shot STag is refused, not placed. */
-    rdma_write(&p, stag, IOVA + 200, "second", 7);
-    expect_terminate(&p, DDP_TAGGED, 0x00);
+    qrnic_peer_write(&p.wire, stag, IOVA + 200, "second", 7);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x00);
     qtest_memread(p.t.qts, p.buf + 100, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), first, sizeof(first));
     assert_untouched(&p, 200, 7);
@@ -520,10 +399,10 @@ static void test_send_without_receive(void)
     Peer p;
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
-    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    h = qrnic_peer_untagged_hdr(&p.wire, u, QRNIC_RDMAP_SEND, 0, 0, 0);
     memcpy(u + h, "hi", 2);
-    send_fpdu(&p, u, h + 2);
-    expect_terminate(&p, DDP_UNTAGGED, 0x02);
+    qrnic_peer_send_fpdu(&p.wire, u, h + 2);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_UNTAGGED, 0x02);
     peer_stop(&p);
 }
 
@@ -532,11 +411,11 @@ static void test_bad_ddp_version(void)
     uint8_t u[64];
     Peer p;
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
-    size_t h = tagged_hdr(u, true, 0x0, stag, IOVA);
+    size_t h = qrnic_peer_tagged_hdr(u, true, QRNIC_RDMAP_WRITE, stag, IOVA);
 
     u[0] = (u[0] & ~0x03) | 0x02;                   /* DV 2 */
-    send_fpdu(&p, u, h + 1);
-    expect_terminate(&p, DDP_TAGGED, 0x04);
+    qrnic_peer_send_fpdu(&p.wire, u, h + 1);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x04);
     assert_untouched(&p, 0, 16384);
     peer_stop(&p);
 }
@@ -553,14 +432,14 @@ static void test_terminate_received(void)
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
     qrnic_post_recv(&p.t, &p.qp, &w);
-    h = untagged_hdr(&p, u, 0x7, 0, 2, 0);
+    h = qrnic_peer_untagged_hdr(&p.wire, u, QRNIC_RDMAP_TERMINATE, 0, 2, 0);
     u[h] = (0x0 << 4) | 0x2;    /* RDMAP, remote operation error */
     u[h + 1] = 0xff;            /* unspecified */
     u[h + 2] = 0;               /* no headers copied */
     u[h + 3] = 0;
-    send_fpdu(&p, u, h + 4);
+    qrnic_peer_send_fpdu(&p.wire, u, h + 4);
     qrnic_expect_event(&p.t, RNIC_EV_TERM_RECEIVED, &ev);
-    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, RDMAP_REMOTE_OP);
+    g_assert_cmphex(le32_to_cpu(ev.arg0), ==, QRNIC_TERM_RDMAP_REMOTE_OP);
     g_assert_cmphex(le32_to_cpu(ev.arg1), ==, 0xff);
     for (int i = 0; i < 1000 &&
          !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
@@ -585,7 +464,7 @@ static void test_crc(void)
     uint32_t stag = peer_start(&p, RNIC_MR_POLICY_PERSISTENT, true);
     size_t h;
 
-    rdma_write(&p, stag, IOVA, msg, sizeof(msg));
+    qrnic_peer_write(&p.wire, stag, IOVA, msg, sizeof(msg));
     for (int i = 0; i < 1000; i++) {
         qtest_memread(p.t.qts, p.buf, got, sizeof(got));
         if (!memcmp(got, msg, sizeof(msg))) {
@@ -595,11 +474,11 @@ static void test_crc(void)
     }
     g_assert_cmpmem(got, sizeof(got), msg, sizeof(msg));
     /* Now one with a wrong CRC. */
-    p.crc = false;
-    h = tagged_hdr(u, true, 0x0, stag, IOVA + 64);
+    p.wire.crc = false;
+    h = qrnic_peer_tagged_hdr(u, true, QRNIC_RDMAP_WRITE, stag, IOVA + 64);
     memcpy(u + h, "bad", 3);
-    send_fpdu(&p, u, h + 3);
-    expect_terminate(&p, LLP_MPA, 0x02);
+    qrnic_peer_send_fpdu(&p.wire, u, h + 3);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_LLP_MPA, 0x02);
     assert_untouched(&p, 64, 3);
     g_assert_cmpuint(dev_stat(&p, "stat-crc-errors"), ==, 1);
     peer_stop(&p);
@@ -631,10 +510,10 @@ static void test_recv_linked_stag(void)
     qrnic_post_recv(&p.t, &p.qp, &w);
     qrnic_settle(&p.t);
     /* Still valid while the buffer waits: a Write lands. */
-    rdma_write(&p, stag, IOVA, "before", 6);
-    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    qrnic_peer_write(&p.wire, stag, IOVA, "before", 6);
+    h = qrnic_peer_untagged_hdr(&p.wire, u, QRNIC_RDMAP_SEND, 0, 0, 0);
     memcpy(u + h, "msg", 3);
-    send_fpdu(&p, u, h + 3);
+    qrnic_peer_send_fpdu(&p.wire, u, h + 3);
     for (int i = 0; i < 1000 &&
          !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
         g_usleep(1000);
@@ -645,8 +524,8 @@ static void test_recv_linked_stag(void)
     g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
     g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, 3);
     /* The buffer was consumed: its STag is gone. */
-    rdma_write(&p, stag, IOVA + 100, "after", 5);
-    expect_terminate(&p, DDP_TAGGED, 0x00);
+    qrnic_peer_write(&p.wire, stag, IOVA + 100, "after", 5);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_TAGGED, 0x00);
     assert_untouched(&p, 100, 5);
     peer_stop(&p);
 }
@@ -702,9 +581,9 @@ static void test_recv_link_scoped(void)
     qrnic_post_recv(&p.t, &p.qp, &w);       /* QP 1, wr_id 0x99 */
     qrnic_settle(&p.t);
 
-    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    h = qrnic_peer_untagged_hdr(&p.wire, u, QRNIC_RDMAP_SEND, 0, 0, 0);
     memcpy(u + h, "msg", 3);
-    send_fpdu(&p, u, h + 3);
+    qrnic_peer_send_fpdu(&p.wire, u, h + 3);
     for (int i = 0; i < 1000 &&
          !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0, &e); i++) {
         g_usleep(1000);
@@ -715,7 +594,7 @@ static void test_recv_link_scoped(void)
     g_assert_cmpuint(le32_to_cpu(e.qpn), ==, p.qp.qpn);
     g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
     /* QP 2's buffer was not consumed: its STag still takes a Write. */
-    rdma_write(&p, stag2, 0x7f0000000000ull + 200, "other", 5);
+    qrnic_peer_write(&p.wire, stag2, 0x7f0000000000ull + 200, "other", 5);
     g_assert_true(wait_placed(&p, 200, "other", 5));
 
     /* A STag of another PD cannot be linked: the entry fails, QP ERROR. */
@@ -763,9 +642,9 @@ static void test_srq_receives(void)
     }
     qrnic_settle(&p.t);     /* the SRQ doorbell is taken in a bottom half */
     for (int i = 0; i < 3; i++) {
-        h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+        h = qrnic_peer_untagged_hdr(&p.wire, u, QRNIC_RDMAP_SEND, 0, 0, 0);
         memcpy(u + h, i ? "two" : "one", 3);
-        send_fpdu(&p, u, h + 3);
+        qrnic_peer_send_fpdu(&p.wire, u, h + 3);
     }
     for (int i = 0; i < 2; i++) {
         for (int k = 0; k < 1000 &&
@@ -779,7 +658,7 @@ static void test_srq_receives(void)
         qtest_memread(p.t.qts, p.buf + 1000 * i, got, 3);
         g_assert_cmpmem(got, 3, i ? "two" : "one", 3);
     }
-    expect_terminate(&p, DDP_UNTAGGED, 0x02);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_UNTAGGED, 0x02);
     peer_stop(&p);
 }
 
@@ -788,10 +667,10 @@ static void srq_send_one(Peer *p, int i)
 {
     struct rnic_cq_entry e;
     uint8_t u[64];
-    size_t h = untagged_hdr(p, u, 0x3, 0, 0, 0);
+    size_t h = qrnic_peer_untagged_hdr(&p->wire, u, QRNIC_RDMAP_SEND, 0, 0, 0);
 
     memcpy(u + h, "abc", 3);
-    send_fpdu(p, u, h + 3);
+    qrnic_peer_send_fpdu(&p->wire, u, h + 3);
     for (int k = 0; k < 1000 &&
          !qrnic_read_cqe(&p->t, p->cq_ring, CQ_LOG, i, &e); k++) {
         g_usleep(1000);
@@ -869,10 +748,11 @@ static void test_srq_doorbell_ahead(void)
     peer_start_opts(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, true);
     qrnic_wr(&p.t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(p.srq.qpn, 100));
     qrnic_settle(&p.t);
-    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
+    h = qrnic_peer_untagged_hdr(&p.wire, u, QRNIC_RDMAP_SEND, 0, 0, 0);
     memcpy(u + h, "one", 3);
-    send_fpdu(&p, u, h + 3);
-    expect_terminate(&p, DDP_UNTAGGED, 0x02);   /* no buffer */
+    qrnic_peer_send_fpdu(&p.wire, u, h + 3);
+    /* no buffer */
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_UNTAGGED, 0x02);
     peer_stop(&p);
 }
 
@@ -922,7 +802,7 @@ static void test_dereg_during_write(void)
     qtest_memset(p.t.qts, big, 0xab, LEN);
     /* Read all the device still sends, until it closes. */
     for (int i = 0; i < 100000; i++) {
-        n = recv(p.fd, sink, sizeof(sink), MSG_DONTWAIT);
+        n = recv(p.wire.fd, sink, sizeof(sink), MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN)) {
             break;
         }
@@ -992,7 +872,7 @@ static void test_backpressure(void)
     g_assert_cmpuint(done, <, N);
     /* The peer reads again: everything goes out and completes. */
     for (int i = 0; i < 100000 && done < N; i++) {
-        if (recv(p.fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) {
+        if (recv(p.wire.fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) {
             g_usleep(100);
             qrnic_settle(&p.t);
         }
@@ -1041,9 +921,10 @@ static void test_write_into_own_bar(void)
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
     stag = reg_page_at(&p, p.t.regs.addr);
-    rdma_write(&p, stag, QRNIC_MR_IOVA + RNIC_REG_CONTROL, &reset, 4);
+    qrnic_peer_write(&p.wire, stag, QRNIC_MR_IOVA + RNIC_REG_CONTROL, &reset,
+                     4);
     /* Placement failed: DDP local catastrophic error, stream ended. */
-    expect_terminate(&p, 0x100, 0);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_CATASTROPHIC, 0);
     assert_still_ready(&p);
     peer_stop(&p);
 }
@@ -1071,8 +952,8 @@ static void test_msix_into_own_bar(void)
     qrnic_post_recv(&p.t, &p.qp, &rw);
     qrnic_wr(&p.t, RNIC_REG_DB_CQ_ARM, p.cqn | RNIC_DB_ARM_NEXT);
     qrnic_settle(&p.t);
-    h = untagged_hdr(&p, u, 0x3, 0, 0, 0);
-    send_fpdu(&p, u, h);
+    h = qrnic_peer_untagged_hdr(&p.wire, u, QRNIC_RDMAP_SEND, 0, 0, 0);
+    qrnic_peer_send_fpdu(&p.wire, u, h);
     for (int i = 0; i < 5000 && !qrnic_read_cqe(&p.t, p.cq_ring, CQ_LOG, 0,
                                                 &e); i++) {
         g_usleep(1000);
@@ -1119,8 +1000,8 @@ static void test_unplug_from_own_write(void)
     sltctl = cpu_to_le16(qpci_config_readw(p.t.port, exp + PCI_EXP_SLTCTL) |
                          PCI_EXP_SLTCTL_PWR_OFF);
     stag = reg_page_at(&p, qrnic_test_port_ecam(&p.t));
-    rdma_write(&p, stag, QRNIC_MR_IOVA + exp + PCI_EXP_SLTCTL, &sltctl,
-               2);
+    qrnic_peer_write(&p.wire, stag, QRNIC_MR_IOVA + exp + PCI_EXP_SLTCTL,
+                     &sltctl, 2);
     qtest_qmp_eventwait(qts, "DEVICE_DELETED");
     /* The device closed its connection on the way out; QEMU lives on. */
     expect_closed(&p);
@@ -1153,12 +1034,14 @@ static void test_master_off_mid_run(void)
     memset(one, 0x11, sizeof(one));
     memset(two, 0x22, sizeof(two));
     memset(ee, 0xee, sizeof(ee));
-    add_write(&p, f, &n, sizeof(f), stag, IOVA, one, sizeof(one));
-    add_write(&p, f, &n, sizeof(f), cfg, QRNIC_MR_IOVA + PCI_COMMAND,
-              &cmd, sizeof(cmd));
-    add_write(&p, f, &n, sizeof(f), stag, IOVA + 128, two, sizeof(two));
-    qrnic_write_full(p.fd, f, n);
-    expect_terminate(&p, 0x100, 0);
+    qrnic_peer_add_tagged(&p.wire, f, &n, sizeof(f), QRNIC_RDMAP_WRITE, stag,
+                          IOVA, one, sizeof(one));
+    qrnic_peer_add_tagged(&p.wire, f, &n, sizeof(f), QRNIC_RDMAP_WRITE, cfg,
+                          QRNIC_MR_IOVA + PCI_COMMAND, &cmd, sizeof(cmd));
+    qrnic_peer_add_tagged(&p.wire, f, &n, sizeof(f), QRNIC_RDMAP_WRITE, stag,
+                          IOVA + 128, two, sizeof(two));
+    qrnic_write_full(p.wire.fd, f, n);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_DDP_CATASTROPHIC, 0);
     qtest_memread(p.t.qts, p.buf, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), one, sizeof(one));
     qtest_memread(p.t.qts, p.buf + 128, got, sizeof(got));
@@ -1186,8 +1069,8 @@ static void test_unplug_in_flight(void)
     qrnic_test_start_in_slot(&p.t, ",id=dev,listen-allow=127.0.0.1");
     stag = peer_setup(&p, RNIC_MR_POLICY_PERSISTENT, false, 0, false);
     for (int i = 0; i < 4000; i++) {
-        rdma_write(&p, stag, IOVA + (i % 16) * sizeof(data), data,
-                   sizeof(data));
+        qrnic_peer_write(&p.wire, stag, IOVA + (i % 16) * sizeof(data), data,
+                         sizeof(data));
     }
     exp = qpci_find_capability(p.t.port, PCI_CAP_ID_EXP, 0);
     sltctl = qpci_config_readw(p.t.port, exp + PCI_EXP_SLTCTL);
@@ -1246,10 +1129,10 @@ static void test_iothread_does_the_work(void)
     io0 = thread_run_ns(&p, tid);
     main0 = thread_run_ns(&p, qtest_pid(p.t.qts));
     for (int i = 0; i < n; i++) {
-        rdma_write(&p, stag, IOVA + (i % 16) * sizeof(data), data,
-                   sizeof(data));
+        qrnic_peer_write(&p.wire, stag, IOVA + (i % 16) * sizeof(data), data,
+                         sizeof(data));
     }
-    want += n * (2 + 14 + sizeof(data) + 4);    /* MPA, DDP, data, CRC */
+    want += n * qrnic_peer_fpdu_size(QRNIC_DDP_TAGGED_HDR + sizeof(data));
     for (int i = 0; i < 5000 &&
          qrnic_qom_int(&p.t, "dev", "stat-rx-bytes") < want; i++) {
         g_usleep(1000);
@@ -1292,7 +1175,7 @@ static void test_peer_fin_closing(void)
     Peer p;
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
-    shutdown(p.fd, SHUT_WR);
+    shutdown(p.wire.fd, SHUT_WR);
     g_assert_cmpuint(expect_conn_closed(&p), ==, 0);
     g_assert_cmpuint(qrnic_query_qp_state(&p.t, p.qp.qpn), ==, RNIC_QPS_IDLE);
     expect_closed(&p);      /* our FIN came back */
@@ -1340,12 +1223,12 @@ static void test_disconnect_drains(void)
         qrnic_settle(&p.t);
     }
     peer_disconnect(&p, 0);
-    while ((n = read(p.fd, sink, sizeof(sink))) > 0) {
+    while ((n = read(p.wire.fd, sink, sizeof(sink))) > 0) {
         got += n;
         qrnic_settle(&p.t);
     }
     g_assert_cmpint(n, ==, 0);              /* FIN, not a reset */
-    shutdown(p.fd, SHUT_WR);
+    shutdown(p.wire.fd, SHUT_WR);
     g_assert_cmpuint(expect_conn_closed(&p), ==, 0);
     /*
      * The Writes begun before DISCONNECT completed, whole; those not begun
@@ -1402,10 +1285,10 @@ static void test_malformed_wqe(void)
     Peer p;
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
-    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(p.wire.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     qrnic_post_send(&p.t, &p.qp, &w);
     qrnic_expect_event(&p.t, RNIC_EV_QP_ERROR, &ev);
-    expect_terminate(&p, 0x000, 0);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_RDMAP_CATASTROPHIC, 0);
     expect_closed(&p);
     g_assert_cmpuint(expect_conn_closed(&p), ==, 1);
     g_assert_cmpint(cqes_with_wr_id(&p, 0xbad, &status), ==, 1);
@@ -1426,9 +1309,9 @@ static void test_bad_recv_link_one_cqe(void)
     Peer p;
 
     peer_start(&p, RNIC_MR_POLICY_PERSISTENT, false);
-    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(p.wire.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     qrnic_post_recv(&p.t, &p.qp, &w);
-    expect_terminate(&p, 0x000, 0);
+    qrnic_peer_expect_terminate(&p.wire, QRNIC_TERM_RDMAP_CATASTROPHIC, 0);
     expect_closed(&p);
     expect_conn_closed(&p);
     g_assert_cmpint(cqes_with_wr_id(&p, 0x77, &status), ==, 1);
@@ -1497,22 +1380,19 @@ static void test_read_flood_qmp(void)
     stag = le32_to_cpu(((struct rnic_cmd_reg_mr *)cmd.u.raw)->stag);
 
     /* RDMA Read Request (RFC 5040 section 4.4), QN 1 */
-    h = untagged_hdr(&p, u, 0x1, 0, 1, 0);
-    stl_be_p(u + h, 0x4242);                    /* sink STag */
-    stq_be_p(u + h + 4, 0);                     /* sink TO */
-    stl_be_p(u + h + 12, (uint32_t)PAGE * N);   /* size: 4 GiB - 2 MiB */
-    stl_be_p(u + h + 16, stag);                 /* source STag */
-    stq_be_p(u + h + 20, 0);                    /* source TO */
-    send_fpdu(&p, u, h + 28);
+    /* 4 GiB - 2 MiB from @stag into our STag 0x4242 */
+    h = qrnic_peer_read_req(&p.wire, u, 0x4242, 0, (uint32_t)PAGE * N, stag,
+                            0);
+    qrnic_peer_send_fpdu(&p.wire, u, h);
 
     /*
      * A receive buffer far beyond the socket's send buffer (root may force
      * it): the device's socket then rarely pushes back, and only the
      * budget gives the main loop its turn.
      */
-    setsockopt(p.fd, SOL_SOCKET, SO_RCVBUFFORCE, &big_rcvbuf,
+    setsockopt(p.wire.fd, SOL_SOCKET, SO_RCVBUFFORCE, &big_rcvbuf,
                sizeof(big_rcvbuf));
-    d.fd = p.fd;
+    d.fd = p.wire.fd;
     t_start = g_get_monotonic_time();
     th = g_thread_new("drain", drain_thread, &d);
     for (int i = 0; i < 30000 && qatomic_read(&d.bytes) < 1024 * 1024; i++) {
@@ -1553,7 +1433,7 @@ static void test_read_flood_qmp(void)
                    qatomic_read(&d.bytes),
                    (g_get_monotonic_time() - t_start) / 1e6);
     g_assert_cmpuint(qatomic_read(&d.bytes), >, (uint64_t)PAGE * N);
-    shutdown(p.fd, SHUT_RDWR);
+    shutdown(p.wire.fd, SHUT_RDWR);
     g_thread_join(th);
     peer_stop(&p);
 }

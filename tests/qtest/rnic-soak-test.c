@@ -167,7 +167,7 @@ static void soak_expect_event(SoakDev *d, uint8_t type, struct rnic_event *ev)
 static void soak_connect_all(SoakDev *a, SoakDev *b)
 {
     struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
+        .local = qrnic_loopback(0),
         .backlog = 4,
     };
     struct rnic_conn_param param = {

@@ -10,7 +10,6 @@
 #include "qemu/module.h"
 #include "rnic.h"
 
-
 typedef struct QRnicFind {
     int want, seen;
     QPCIDevice *dev;
@@ -519,7 +518,6 @@ uint32_t qrnic_create_cq(QRnic *t, uint8_t log, uint8_t vector,
     return le32_to_cpu(((struct rnic_cmd_cq *)cmd.u.raw)->cqn);
 }
 
-
 static uint16_t qrnic_create_qp_rings(QRnic *t, uint32_t pdn, uint32_t scq,
                                       uint32_t rcq, uint32_t srqn, uint8_t log,
                                       uint16_t flags, uint64_t sq, uint64_t rq,
@@ -737,7 +735,6 @@ uint16_t qrnic_reg_mr(QRnic *t, uint32_t pdn, uint64_t buf,
     return le16_to_cpu(cmd.status);
 }
 
-
 void qrnic_wait_event(QRnic *t, struct rnic_event *ev)
 {
     gint64 end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
@@ -854,41 +851,6 @@ void qrnic_expect_event(QRnic *t, uint8_t type, struct rnic_event *ev)
     g_assert_cmpuint(ev->type, ==, type);
 }
 
-/* The next event of @type; with @strict, no other may come first. */
-static void qrnic_raw_expect(QRnic *t, uint8_t type, bool strict,
-                             struct rnic_event *ev)
-{
-    do {
-        qrnic_wait_event(t, ev);
-    } while (!strict && ev->type != type);
-    g_assert_cmpuint(ev->type, ==, type);
-}
-
-void qrnic_raw_peer_accept(QRnic *t, int fd, uint32_t qpn, bool crc,
-                           bool strict)
-{
-    uint8_t req[24] = "MPA ID Req Frame", rep[24];
-    struct rnic_cmd_accept a = {
-        .param = { .ird = cpu_to_le16(1), .ord = cpu_to_le16(1) },
-    };
-    struct rnic_event ev;
-
-    req[16] = 0x10 | (crc ? 0x40 : 0);          /* M=0, C, R=0, rev 2 */
-    req[17] = 2;
-    stw_be_p(req + 18, 4);                      /* PD_Length */
-    stw_be_p(req + 20, 1);                      /* IRD 1 */
-    stw_be_p(req + 22, 1);                      /* ORD 1 */
-    qrnic_write_full(fd, req, sizeof(req));
-    qrnic_raw_expect(t, RNIC_EV_CONN_REQUEST, strict, &ev);
-    a.conn_id = ev.id;
-    a.qpn = cpu_to_le32(qpn);
-    qrnic_cmd_ok(t, RNIC_CMD_ACCEPT, &a, sizeof(a));
-    qrnic_read_full(fd, rep, sizeof(rep));
-    g_assert_cmpmem(rep, 16, "MPA ID Rep Frame", 16);
-    g_assert_cmphex(rep[16] & 0x40, ==, crc ? 0x40 : 0);
-    qrnic_raw_expect(t, RNIC_EV_CONN_ESTABLISHED, strict, &ev);
-}
-
 uint32_t qrnic_create_srq(QRnic *t, uint32_t pdn, QRnicQp *ring)
 {
     struct rnic_cmd_srq p = { .pdn = cpu_to_le32(pdn), .log_size = 3 };
@@ -912,13 +874,19 @@ void qrnic_post_srq(QRnic *t, QRnicQp *srq, const struct rnic_rq_wqe *w)
     qrnic_wr(t, RNIC_REG_DB_SRQ, RNIC_DB_VALUE(srq->qpn, ++srq->rq_prod));
 }
 
+struct rnic_sockaddr qrnic_loopback(uint16_t port)
+{
+    return (struct rnic_sockaddr) {
+        .family = RNIC_AF_INET,
+        .port = cpu_to_le16(port),
+        .addr = { 127, 0, 0, 1 },
+    };
+}
+
 void qrnic_connect_qps(QRnic *a, uint32_t qpa, QRnic *b, uint32_t qpb,
                        uint8_t ird_ord)
 {
-    struct rnic_cmd_listen l = {
-        .local = { .family = RNIC_AF_INET, .addr = { 127, 0, 0, 1 } },
-        .backlog = 1,
-    };
+    struct rnic_cmd_listen l = { .local = qrnic_loopback(0), .backlog = 1 };
     struct rnic_conn_param param = {
         .ird = cpu_to_le16(ird_ord), .ord = cpu_to_le16(ird_ord),
     };

@@ -160,6 +160,8 @@ bool qrnic_read_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t index,
  */
 void qrnic_wait_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t cqn,
                     uint32_t *cons, struct rnic_cq_entry *e);
+/* 127.0.0.1:@port as commands name it. */
+struct rnic_sockaddr qrnic_loopback(uint16_t port);
 /*
  * @a listens on 127.0.0.1, @b's QP @qpb connects with IRD = ORD = @ird_ord,
  * @a's QP @qpa accepts; returns once both saw CONN_ESTABLISHED.
@@ -169,19 +171,15 @@ void qrnic_connect_qps(QRnic *a, uint32_t qpa, QRnic *b, uint32_t qpb,
 /* Lets the device's bottom halves run. */
 void qrnic_settle(QRnic *t);
 
-/* TCP on 127.0.0.1 for tests that play the remote peer; assert on error. */
+/*
+ * TCP on 127.0.0.1 for tests that play the remote peer (rnic-peer.h speaks
+ * iWARP on it); assert on error.
+ */
 /* @rcvbuf: SO_RCVBUF to set first (a small window), or 0. */
 int qrnic_tcp_connect(uint16_t port, int rcvbuf);
 int qrnic_tcp_listen(uint16_t *port);
 int qrnic_tcp_accept(int lfd);
 void qrnic_read_full(int fd, void *buf, size_t len);
 void qrnic_write_full(int fd, const void *buf, size_t len);
-/*
- * The raw peer on @fd, connected to a listener of @t, asks for MPA rev 2
- * with RFC 6581 IRD/ORD 1/1 (C when @crc); @t ACCEPTs on @qpn; returns
- * once @t saw CONN_ESTABLISHED.  @strict: no other event may come first.
- */
-void qrnic_raw_peer_accept(QRnic *t, int fd, uint32_t qpn, bool crc,
-                           bool strict);
 
 #endif /* LIBQOS_RNIC_H */
