@@ -398,7 +398,7 @@ static uint16_t rnic_cm_pdata(RnicState *s, const struct rnic_conn_param *p,
 /* A QP may adopt one connection, and only while IDLE. */
 static RnicQp *rnic_cm_idle_qp(RnicState *s, uint32_t qpn)
 {
-    RnicQp *qp = rnic_qp_get(s, qpn);
+    RnicQp *qp = rnic_dev_qp_get(s, qpn);
 
     return qp && !qp->conn && qp->core->state == RNIC_QP_IDLE ? qp : NULL;
 }
@@ -644,7 +644,7 @@ uint16_t rnic_cmd_reject(RnicState *s, struct rnic_cmd *cmd)
 uint16_t rnic_cmd_disconnect(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_disconnect *p = (void *)cmd->u.raw;
-    RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
+    RnicQp *qp = rnic_dev_qp_get(s, le32_to_cpu(p->qpn));
     bool abort = le32_to_cpu(p->flags) & RNIC_DISCONNECT_ABORT;
     RnicConn *c = qp ? qp->conn : NULL;
 
@@ -681,7 +681,7 @@ uint16_t rnic_cmd_query_conn(RnicState *s, struct rnic_cmd *cmd)
     struct rnic_cmd_query_conn *p = (void *)cmd->u.raw;
     uint32_t id = le32_to_cpu(p->conn_id);
     RnicConn *c = rnic_conn_get(s, id);
-    RnicQp *qp = c ? NULL : rnic_qp_get(s, le32_to_cpu(p->qpn));
+    RnicQp *qp = c ? NULL : rnic_dev_qp_get(s, le32_to_cpu(p->qpn));
     struct rnic_conn_info info;
 
     if (c) {

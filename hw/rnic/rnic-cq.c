@@ -20,7 +20,7 @@
  * guest ring has room; what does not fit waits in the core ring, which
  * reports an overflow when it is full too.
  */
-void rnic_cq_deliver(RnicState *s, RnicCq *cq)
+void rnic_dev_cq_deliver(RnicState *s, RnicCq *cq)
 {
     RnicRing *r = &cq->ring;
     struct rnic_cqe c;
@@ -56,7 +56,7 @@ void rnic_cq_deliver(RnicState *s, RnicCq *cq)
 }
 
 /* A CQ to deliver when the current callback ends. */
-void rnic_cq_kick(RnicState *s, RnicCq *cq)
+void rnic_dev_cq_kick(RnicState *s, RnicCq *cq)
 {
     if (!cq->kicked) {
         cq->kicked = true;
@@ -65,11 +65,11 @@ void rnic_cq_kick(RnicState *s, RnicCq *cq)
 }
 
 /* The core CQ's changed-callback (rnic_cq_set_changed). */
-void rnic_cq_changed(void *opaque, struct rnic_cq *core)
+void rnic_dev_cq_changed(void *opaque, struct rnic_cq *core)
 {
     RnicCq *cq = opaque;
 
-    rnic_cq_kick(cq->s, cq);
+    rnic_dev_cq_kick(cq->s, cq);
 }
 
 /* Every CQ that changed since the last delivery, and only those. */
@@ -86,6 +86,6 @@ void rnic_cqs_deliver(RnicState *s)
     while ((cq = QTAILQ_FIRST(&s->kicked_cqs))) {
         QTAILQ_REMOVE(&s->kicked_cqs, cq, kick_link);
         cq->kicked = false;
-        rnic_cq_deliver(s, cq);
+        rnic_dev_cq_deliver(s, cq);
     }
 }

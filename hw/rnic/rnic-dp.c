@@ -45,7 +45,7 @@ static void rnic_dp_term_sent(void *opaque, struct rnic_term_code code)
     RnicConn *c = opaque;
 
     trace_rnic_term_sent(c->qp->qpn, rnic_term_code_str(code));
-    rnic_qp_note_term(c->qp, true, code.layer, code.etype, code.ecode);
+    rnic_dev_qp_note_term(c->qp, true, code.layer, code.etype, code.ecode);
     rnic_stats_term(c->s, true, code.layer, code.etype, code.ecode);
     rnic_eq_post(c->s, RNIC_EV_TERM_SENT, c->qp->qpn, rnic_term_arg0(code),
                  code.ecode);
@@ -58,7 +58,7 @@ static void rnic_dp_term_received(void *opaque, struct rnic_term_code code)
     RnicConn *c = opaque;
 
     trace_rnic_term_received(c->qp->qpn, rnic_term_code_str(code));
-    rnic_qp_note_term(c->qp, false, code.layer, code.etype, code.ecode);
+    rnic_dev_qp_note_term(c->qp, false, code.layer, code.etype, code.ecode);
     rnic_stats_term(c->s, false, code.layer, code.etype, code.ecode);
     rnic_eq_post(c->s, RNIC_EV_TERM_RECEIVED, c->qp->qpn,
                  rnic_term_arg0(code), code.ecode);
@@ -99,7 +99,7 @@ static const struct rnic_ep_ops rnic_dp_ops = {
 static void rnic_dp_srq_limit(RnicConn *c)
 {
     if (c->qp && c->qp->srq) {
-        rnic_srq_check_limit(c->s, c->qp->srq);
+        rnic_dev_srq_check_limit(c->s, c->qp->srq);
     }
 }
 

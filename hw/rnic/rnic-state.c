@@ -86,7 +86,7 @@ static QObject *rnic_last_term(const RnicQp *qp)
     return QOBJECT(d);
 }
 
-static QDict *rnic_qp_dict(RnicQp *qp)
+static QDict *rnic_dev_qp_dict(RnicQp *qp)
 {
     const struct rnic_qp *c = qp->core;
     QDict *d = qdict_new(), *q;
@@ -127,10 +127,10 @@ static QList *rnic_qps_list(RnicState *s)
     QList *l = qlist_new();
 
     for (uint32_t qpn = 1; qpn <= s->params.limits.max_qp; qpn++) {
-        RnicQp *qp = rnic_qp_get(s, qpn);
+        RnicQp *qp = rnic_dev_qp_get(s, qpn);
 
         if (qp) {
-            qlist_append(l, rnic_qp_dict(qp));
+            qlist_append(l, rnic_dev_qp_dict(qp));
         }
     }
     return l;
@@ -194,7 +194,7 @@ static QList *rnic_access_list(unsigned access)
     return l;
 }
 
-static QDict *rnic_stag_dict(uint32_t stag, const struct rnic_stag_info *in)
+static QDict *rnic_dev_stag_dict(uint32_t stag, const struct rnic_stag_info *in)
 {
     static const char *const kinds[] = { "mr", "mw1", "mw2" };
     QDict *d = qdict_new();
@@ -229,7 +229,7 @@ static QList *rnic_stags_list(RnicState *s)
         struct rnic_stag_info info;
 
         if (rnic_stag_query(s->stags, stag, &info) == RNIC_STAG_OK) {
-            qlist_append(l, rnic_stag_dict(stag, &info));
+            qlist_append(l, rnic_dev_stag_dict(stag, &info));
         }
     }
     return l;

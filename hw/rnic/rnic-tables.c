@@ -8,17 +8,17 @@
 #include "qemu/osdep.h"
 #include "rnic.h"
 
-RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn)
+RnicCq *rnic_dev_cq_get(RnicState *s, uint32_t cqn)
 {
     return cqn && cqn <= s->params.limits.max_cq ? s->cqs[cqn - 1] : NULL;
 }
 
-RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn)
+RnicSrq *rnic_dev_srq_get(RnicState *s, uint32_t srqn)
 {
     return srqn && srqn <= s->params.limits.max_srq ? s->srqs[srqn - 1] : NULL;
 }
 
-RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn)
+RnicQp *rnic_dev_qp_get(RnicState *s, uint32_t qpn)
 {
     void *qp = NULL;
 

@@ -14,7 +14,7 @@
 /* CREATE_CQ, CREATE_QP and CREATE_SRQ: a doorbell page the device lacks. */
 #define RNIC_UDB_BAD "udb is above the doorbell pages (udb-pages)"
 
-static uint16_t rnic_stag_status_to_cmd(enum rnic_stag_status st)
+static uint16_t rnic_dev_stag_status_to_cmd(enum rnic_stag_status st)
 {
     switch (st) {
     case RNIC_STAG_OK:
@@ -40,8 +40,8 @@ static uint16_t rnic_stag_status_to_cmd(enum rnic_stag_status st)
  * The command's status for @st, logged with the payload @fields it is
  * about: a reused key is always the payload's key.
  */
-static uint16_t rnic_stag_result(uint8_t opcode, const char *fields,
-                                 enum rnic_stag_status st)
+static uint16_t rnic_dev_stag_result(uint8_t opcode, const char *fields,
+                                     enum rnic_stag_status st)
 {
     g_autofree char *why = NULL;
 
@@ -50,10 +50,10 @@ static uint16_t rnic_stag_result(uint8_t opcode, const char *fields,
     }
     why = g_strdup_printf("%s: %s", st == RNIC_STAG_ERR_KEY_REUSED ? "key" :
                           fields, rnic_stag_status_name(st));
-    return rnic_cmd_fail(opcode, rnic_stag_status_to_cmd(st), why);
+    return rnic_cmd_fail(opcode, rnic_dev_stag_status_to_cmd(st), why);
 }
 
-static bool rnic_pd_exists(RnicState *s, uint32_t pdn)
+static bool rnic_dev_pd_exists(RnicState *s, uint32_t pdn)
 {
     if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
         return false;
@@ -71,15 +71,15 @@ uint16_t rnic_cmd_create_pd(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->pdn = cpu_to_le32(pd);
     }
-    return rnic_stag_result(RNIC_CMD_CREATE_PD, "pdn", st);
+    return rnic_dev_stag_result(RNIC_CMD_CREATE_PD, "pdn", st);
 }
 
 uint16_t rnic_cmd_destroy_pd(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_pd *p = (void *)cmd->u.raw;
 
-    return rnic_stag_result(RNIC_CMD_DESTROY_PD, "pdn",
-                            rnic_pd_free(s->stags, le32_to_cpu(p->pdn)));
+    return rnic_dev_stag_result(RNIC_CMD_DESTROY_PD, "pdn",
+                                rnic_pd_free(s->stags, le32_to_cpu(p->pdn)));
 }
 
 static enum rnic_stag_policy rnic_policy(uint8_t policy)
@@ -127,7 +127,7 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     if (bad) {
         return rnic_cmd_fail(RNIC_CMD_REG_MR, RNIC_CMD_ERR_PARAM, bad);
     }
-    if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
+    if (!rnic_dev_pd_exists(s, le32_to_cpu(p->pdn))) {
         return rnic_cmd_fail(RNIC_CMD_REG_MR, RNIC_CMD_ERR_HANDLE,
                              "pdn: no such PD");
     }
@@ -165,9 +165,9 @@ uint16_t rnic_cmd_reg_mr(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result(RNIC_CMD_REG_MR,
-                            "page_shift, first_byte_offset or the page list",
-                            st);
+    return rnic_dev_stag_result(RNIC_CMD_REG_MR,
+                                "page_shift, first_byte_offset or the page list",
+                                st);
 }
 
 /*
@@ -195,7 +195,7 @@ uint16_t rnic_cmd_alloc_mr(RnicState *s, struct rnic_cmd *cmd)
                              "max_pages is not 0 with PHYS" :
                              "max_pages is 0 or above RNIC_FAST_REG_MAX_PAGES");
     }
-    if (!rnic_pd_exists(s, pdn)) {
+    if (!rnic_dev_pd_exists(s, pdn)) {
         return rnic_cmd_fail(RNIC_CMD_ALLOC_MR, RNIC_CMD_ERR_HANDLE,
                              "pdn: no such PD");
     }
@@ -204,15 +204,16 @@ uint16_t rnic_cmd_alloc_mr(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result(RNIC_CMD_ALLOC_MR, "stag", st);
+    return rnic_dev_stag_result(RNIC_CMD_ALLOC_MR, "stag", st);
 }
 
 uint16_t rnic_cmd_dereg_mr(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_stag *p = (void *)cmd->u.raw;
+    uint32_t stag = le32_to_cpu(p->stag);
 
-    return rnic_stag_result(RNIC_CMD_DEREG_MR, "stag",
-                            rnic_mr_deregister(s->stags, le32_to_cpu(p->stag)));
+    return rnic_dev_stag_result(RNIC_CMD_DEREG_MR, "stag",
+                                rnic_mr_deregister(s->stags, stag));
 }
 
 uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
@@ -225,7 +226,7 @@ uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_ALLOC_MW, RNIC_CMD_ERR_PARAM,
                              "type is not 1 or 2");
     }
-    if (!rnic_pd_exists(s, le32_to_cpu(p->pdn))) {
+    if (!rnic_dev_pd_exists(s, le32_to_cpu(p->pdn))) {
         return rnic_cmd_fail(RNIC_CMD_ALLOC_MW, RNIC_CMD_ERR_HANDLE,
                              "pdn: no such PD");
     }
@@ -235,7 +236,7 @@ uint16_t rnic_cmd_alloc_mw(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->stag = cpu_to_le32(stag);
     }
-    return rnic_stag_result(RNIC_CMD_ALLOC_MW, "stag", st);
+    return rnic_dev_stag_result(RNIC_CMD_ALLOC_MW, "stag", st);
 }
 
 uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
@@ -249,7 +250,7 @@ uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
 
     st = rnic_stag_query(s->stags, mw, &info);
     if (st != RNIC_STAG_OK) {
-        return rnic_stag_result(RNIC_CMD_BIND_MW, "mw_stag", st);
+        return rnic_dev_stag_result(RNIC_CMD_BIND_MW, "mw_stag", st);
     }
     if (info.kind != RNIC_STAG_MW_TYPE1) {
         return rnic_cmd_fail(RNIC_CMD_BIND_MW, RNIC_CMD_ERR_PARAM,
@@ -274,15 +275,17 @@ uint16_t rnic_cmd_bind_mw(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         p->new_stag = cpu_to_le32(new_stag);
     }
-    return rnic_stag_result(RNIC_CMD_BIND_MW, "mr_stag, addr or length", st);
+    return rnic_dev_stag_result(RNIC_CMD_BIND_MW, "mr_stag, addr or length",
+                                st);
 }
 
 uint16_t rnic_cmd_dealloc_mw(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_stag *p = (void *)cmd->u.raw;
+    uint32_t stag = le32_to_cpu(p->stag);
 
-    return rnic_stag_result(RNIC_CMD_DEALLOC_MW, "stag",
-                            rnic_mw_dealloc(s->stags, le32_to_cpu(p->stag)));
+    return rnic_dev_stag_result(RNIC_CMD_DEALLOC_MW, "stag",
+                                rnic_mw_dealloc(s->stags, stag));
 }
 
 uint16_t rnic_cmd_invalidate(RnicState *s, struct rnic_cmd *cmd)
@@ -295,12 +298,12 @@ uint16_t rnic_cmd_invalidate(RnicState *s, struct rnic_cmd *cmd)
     if (st == RNIC_STAG_OK) {
         st = rnic_stag_invalidate_local(s->stags, stag, info.pd);
     }
-    return rnic_stag_result(RNIC_CMD_INVALIDATE, "stag", st);
+    return rnic_dev_stag_result(RNIC_CMD_INVALIDATE, "stag", st);
 }
 
 /* ---- CQs ---- */
 
-static void rnic_cq_notify(void *opaque, struct rnic_cq *core)
+static void rnic_dev_cq_notify(void *opaque, struct rnic_cq *core)
 {
     RnicCq *cq = opaque;
 
@@ -355,14 +358,14 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     cq->udb = le32_to_cpu(p->udb);
     rnic_db_own(s, RNIC_REG_DB_CQ, cq->cqn, cq->udb);
     cq->s = s;
-    cq->core = rnic_cq_new(1u << p->log_size, rnic_cq_notify, cq);
-    rnic_cq_set_changed(cq->core, rnic_cq_changed, cq);
+    cq->core = rnic_cq_new(1u << p->log_size, rnic_dev_cq_notify, cq);
+    rnic_cq_set_changed(cq->core, rnic_dev_cq_changed, cq);
     s->cqs[i] = cq;
     p->cqn = cpu_to_le32(cq->cqn);
     return RNIC_CMD_OK;
 }
 
-static void rnic_cq_free(RnicState *s, RnicCq *cq)
+static void rnic_dev_cq_free(RnicState *s, RnicCq *cq)
 {
     if (cq->kicked) {
         QTAILQ_REMOVE(&s->kicked_cqs, cq, kick_link);
@@ -376,7 +379,7 @@ static void rnic_cq_free(RnicState *s, RnicCq *cq)
 uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_cq *p = (void *)cmd->u.raw;
-    RnicCq *cq = rnic_cq_get(s, le32_to_cpu(p->cqn));
+    RnicCq *cq = rnic_dev_cq_get(s, le32_to_cpu(p->cqn));
 
     if (!cq) {
         return rnic_cmd_fail(RNIC_CMD_DESTROY_CQ, RNIC_CMD_ERR_HANDLE,
@@ -386,7 +389,7 @@ uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_DESTROY_CQ, RNIC_CMD_ERR_BUSY,
                              "QPs still use the CQ");
     }
-    rnic_cq_free(s, cq);
+    rnic_dev_cq_free(s, cq);
     return RNIC_CMD_OK;
 }
 
@@ -435,7 +438,7 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
 uint16_t rnic_cmd_modify_srq(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_modify_srq *p = (void *)cmd->u.raw;
-    RnicSrq *srq = rnic_srq_get(s, le32_to_cpu(p->srqn));
+    RnicSrq *srq = rnic_dev_srq_get(s, le32_to_cpu(p->srqn));
     uint32_t limit = le32_to_cpu(p->limit);
 
     if (!srq) {
@@ -454,7 +457,7 @@ uint16_t rnic_cmd_modify_srq(RnicState *s, struct rnic_cmd *cmd)
  * The SRQ limit, checked as each receive taken from the SRQ completes:
  * what is left is what the core holds and the ring has not yet given it.
  */
-void rnic_srq_check_limit(RnicState *s, RnicSrq *srq)
+void rnic_dev_srq_check_limit(RnicState *s, RnicSrq *srq)
 {
     uint32_t left;
 
@@ -469,7 +472,7 @@ void rnic_srq_check_limit(RnicState *s, RnicSrq *srq)
 }
 
 /* After the core's SRQ is gone. */
-static void rnic_srq_release(RnicState *s, RnicSrq *srq)
+static void rnic_dev_srq_release(RnicState *s, RnicSrq *srq)
 {
     if (srq->kicked) {
         QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
@@ -484,7 +487,7 @@ static void rnic_srq_release(RnicState *s, RnicSrq *srq)
 uint16_t rnic_cmd_destroy_srq(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_srq *p = (void *)cmd->u.raw;
-    RnicSrq *srq = rnic_srq_get(s, le32_to_cpu(p->srqn));
+    RnicSrq *srq = rnic_dev_srq_get(s, le32_to_cpu(p->srqn));
 
     if (!srq) {
         return rnic_cmd_fail(RNIC_CMD_DESTROY_SRQ, RNIC_CMD_ERR_HANDLE,
@@ -494,20 +497,20 @@ uint16_t rnic_cmd_destroy_srq(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_DESTROY_SRQ, RNIC_CMD_ERR_BUSY,
                              "QPs still use the SRQ");
     }
-    rnic_srq_release(s, srq);
+    rnic_dev_srq_release(s, srq);
     return RNIC_CMD_OK;
 }
 
 /* ---- QPs ---- */
 
-static uint16_t rnic_qp_check(RnicState *s, struct rnic_cmd_qp *p,
-                              RnicCq **scq, RnicCq **rcq, RnicSrq **srq)
+static uint16_t rnic_dev_qp_check(RnicState *s, struct rnic_cmd_qp *p,
+                                  RnicCq **scq, RnicCq **rcq, RnicSrq **srq)
 {
     uint32_t srqn = le32_to_cpu(p->srqn);
 
-    *scq = rnic_cq_get(s, le32_to_cpu(p->send_cqn));
-    *rcq = rnic_cq_get(s, le32_to_cpu(p->recv_cqn));
-    *srq = srqn == RNIC_NO_SRQ ? NULL : rnic_srq_get(s, srqn);
+    *scq = rnic_dev_cq_get(s, le32_to_cpu(p->send_cqn));
+    *rcq = rnic_dev_cq_get(s, le32_to_cpu(p->recv_cqn));
+    *srq = srqn == RNIC_NO_SRQ ? NULL : rnic_dev_srq_get(s, srqn);
     if (!*scq || !*rcq) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_QP, RNIC_CMD_ERR_HANDLE,
                              "send_cqn or recv_cqn: no such CQ");
@@ -550,7 +553,7 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
     struct rnic_qp_attr attr;
     RnicCq *scq, *rcq;
     RnicSrq *srq;
-    uint16_t status = rnic_qp_check(s, p, &scq, &rcq, &srq);
+    uint16_t status = rnic_dev_qp_check(s, p, &scq, &rcq, &srq);
     RnicQp *qp;
     int ret;
 
@@ -600,7 +603,7 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
     return RNIC_CMD_OK;
 }
 
-static void rnic_qp_release(RnicState *s, RnicQp *qp)
+static void rnic_dev_qp_release(RnicState *s, RnicQp *qp)
 {
     rnic_conn_qp_gone(qp);
     if (qp->kicked) {
@@ -620,13 +623,13 @@ static void rnic_qp_release(RnicState *s, RnicQp *qp)
 uint16_t rnic_cmd_destroy_qp(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_qp *p = (void *)cmd->u.raw;
-    RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
+    RnicQp *qp = rnic_dev_qp_get(s, le32_to_cpu(p->qpn));
 
     if (!qp) {
         return rnic_cmd_fail(RNIC_CMD_DESTROY_QP, RNIC_CMD_ERR_HANDLE,
                              "qpn: no such QP");
     }
-    rnic_qp_release(s, qp);
+    rnic_dev_qp_release(s, qp);
     return RNIC_CMD_OK;
 }
 
@@ -634,7 +637,7 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_modify_qp *p = (void *)cmd->u.raw;
     uint32_t mask = le32_to_cpu(p->mask);
-    RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
+    RnicQp *qp = rnic_dev_qp_get(s, le32_to_cpu(p->qpn));
     int ret;
 
     if (!qp) {
@@ -673,7 +676,7 @@ uint16_t rnic_cmd_modify_qp(RnicState *s, struct rnic_cmd *cmd)
 uint16_t rnic_cmd_query_qp(RnicState *s, struct rnic_cmd *cmd)
 {
     struct rnic_cmd_query_qp *p = (void *)cmd->u.raw;
-    RnicQp *qp = rnic_qp_get(s, le32_to_cpu(p->qpn));
+    RnicQp *qp = rnic_dev_qp_get(s, le32_to_cpu(p->qpn));
 
     if (!qp) {
         return rnic_cmd_fail(RNIC_CMD_QUERY_QP, RNIC_CMD_ERR_HANDLE,
@@ -692,8 +695,8 @@ uint16_t rnic_cmd_query_qp(RnicState *s, struct rnic_cmd *cmd)
     return RNIC_CMD_OK;
 }
 
-void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
-                       uint8_t ecode)
+void rnic_dev_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
+                           uint8_t ecode)
 {
     qp->term = sent ? RNIC_QP_TERM_SENT : RNIC_QP_TERM_RECEIVED;
     qp->term_layer = layer;
@@ -708,7 +711,7 @@ static uint64_t rnic_clock_ms(void *opaque)
     return qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
 }
 
-static struct rnic_stag_table *rnic_stag_table_for(RnicState *s)
+static struct rnic_stag_table *rnic_dev_stag_table_for(RnicState *s)
 {
     struct rnic_stag_table_params params = {
         .max_stags = s->params.limits.max_mr + s->params.limits.max_mw,
@@ -780,7 +783,7 @@ bool rnic_verbs_init(RnicState *s, Error **errp)
     if (!rnic_limits_check(s, errp)) {
         return false;
     }
-    s->stags = rnic_stag_table_for(s);
+    s->stags = rnic_dev_stag_table_for(s);
     s->qpns = rnic_qpn_table_new(s->params.limits.max_qp + 1,
                                  s->params.timewait_ms, rnic_clock_ms, s);
     if (!s->stags || !s->qpns) {
@@ -810,22 +813,22 @@ void rnic_verbs_reset(RnicState *s)
 
     for (uint32_t n = 1; n <= s->params.limits.max_qp; n++) {
         if (rnic_qpn_lookup(s->qpns, n, &qp) == RNIC_QPN_LIVE) {
-            rnic_qp_release(s, qp);
+            rnic_dev_qp_release(s, qp);
         }
     }
     for (uint32_t i = 0; i < s->params.limits.max_srq; i++) {
         if (s->srqs[i]) {
             rnic_srq_destroy(s->srqs[i]->core);
-            rnic_srq_release(s, s->srqs[i]);
+            rnic_dev_srq_release(s, s->srqs[i]);
         }
     }
     for (uint32_t i = 0; i < s->params.limits.max_cq; i++) {
         if (s->cqs[i]) {
-            rnic_cq_free(s, s->cqs[i]);
+            rnic_dev_cq_free(s, s->cqs[i]);
         }
     }
     rnic_stag_table_free(s->stags);
-    s->stags = rnic_stag_table_for(s);
+    s->stags = rnic_dev_stag_table_for(s);
 }
 
 void rnic_verbs_fini(RnicState *s)

@@ -204,7 +204,7 @@ static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t *left)
     return r->cons != r->prod;
 }
 
-static void rnic_srq_kick(RnicState *s, RnicSrq *srq)
+static void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq)
 {
     if (!srq->kicked) {
         srq->kicked = true;
@@ -212,7 +212,7 @@ static void rnic_srq_kick(RnicState *s, RnicSrq *srq)
     }
 }
 
-static void rnic_qp_kick(RnicState *s, RnicQp *qp)
+static void rnic_dev_qp_kick(RnicState *s, RnicQp *qp)
 {
     if (!qp->kicked) {
         qp->kicked = true;
@@ -248,7 +248,7 @@ void rnic_wq_run(void *opaque)
         QTAILQ_REMOVE(&s->kicked_srqs, srq, kick_link);
         srq->kicked = false;
         if (rnic_wq_fetch_srq(s, srq, &left)) {
-            rnic_srq_kick(s, srq);
+            rnic_dev_srq_kick(s, srq);
         }
     }
     while (nqp-- && left && s->stats.tx_bytes - tx0 < RNIC_WQ_RUN_TX_BUDGET &&
@@ -260,7 +260,7 @@ void rnic_wq_run(void *opaque)
         rq_left = rnic_wq_fetch(s, qp, true, &left);
         sq_left = rnic_wq_fetch(s, qp, false, &left);
         if (rq_left || sq_left) {
-            rnic_qp_kick(s, qp);
+            rnic_dev_qp_kick(s, qp);
         }
         if (qp->conn) {
             rnic_conn_run(qp->conn);
@@ -323,7 +323,7 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
     switch (reg) {
     case RNIC_REG_DB_SQ:
     case RNIC_REG_DB_RQ:
-        qp = rnic_qp_get(s, id);
+        qp = rnic_dev_qp_get(s, id);
         if (!qp || (reg == RNIC_REG_DB_RQ && qp->srq)) {
             rnic_db_error(reg, val, qp ? "QP uses an SRQ" : "no such QP");
             return;
@@ -336,11 +336,11 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
             rnic_db_error(reg, val, "producer more than a ring ahead");
             return;
         }
-        rnic_qp_kick(s, qp);
+        rnic_dev_qp_kick(s, qp);
         rnic_wq_schedule(s);
         return;
     case RNIC_REG_DB_SRQ:
-        srq = rnic_srq_get(s, id);
+        srq = rnic_dev_srq_get(s, id);
         if (!srq) {
             rnic_db_error(reg, val, "no such SRQ");
             return;
@@ -352,12 +352,12 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
             rnic_db_error(reg, val, "producer more than a ring ahead");
             return;
         }
-        rnic_srq_kick(s, srq);
+        rnic_dev_srq_kick(s, srq);
         rnic_wq_schedule(s);
         return;
     case RNIC_REG_DB_CQ:
     case RNIC_REG_DB_CQ_ARM:
-        cq = rnic_cq_get(s, id);
+        cq = rnic_dev_cq_get(s, id);
         if (!cq) {
             rnic_db_error(reg, val, "no such CQ");
             return;
@@ -382,7 +382,7 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
         }
         /* Only completions waiting for room need the bottom half. */
         if (rnic_cq_count(cq->core)) {
-            rnic_cq_kick(s, cq);
+            rnic_dev_cq_kick(s, cq);
             rnic_wq_schedule(s);
         }
         return;

@@ -363,15 +363,15 @@ bool rnic_verbs_init(RnicState *s, Error **errp);
 void rnic_verbs_reset(RnicState *s);
 void rnic_verbs_fini(RnicState *s);
 /* The data path's: MODIFY_SRQ's limit, checked as receives complete. */
-void rnic_srq_check_limit(RnicState *s, RnicSrq *srq);
+void rnic_dev_srq_check_limit(RnicState *s, RnicSrq *srq);
 /* The QP's last Terminate, for QUERY_QP. */
-void rnic_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
-                       uint8_t ecode);
+void rnic_dev_qp_note_term(RnicQp *qp, bool sent, uint8_t layer, uint8_t etype,
+                           uint8_t ecode);
 
 /* rnic-tables.c (leaf): handle lookups; NULL for no live object */
-RnicQp *rnic_qp_get(RnicState *s, uint32_t qpn);
-RnicCq *rnic_cq_get(RnicState *s, uint32_t cqn);
-RnicSrq *rnic_srq_get(RnicState *s, uint32_t srqn);
+RnicQp *rnic_dev_qp_get(RnicState *s, uint32_t qpn);
+RnicCq *rnic_dev_cq_get(RnicState *s, uint32_t cqn);
+RnicSrq *rnic_dev_srq_get(RnicState *s, uint32_t srqn);
 RnicConn *rnic_conn_get(RnicState *s, uint32_t id);
 
 /* rnic-wq.c */
@@ -389,13 +389,13 @@ void rnic_db_drain(RnicState *s, bool apply);
 
 /*
  * rnic-cq.c (a leaf but for rnic_wq_schedule()): the core tells which CQs
- * changed (rnic_cq_changed); they are written to the guest's rings when
+ * changed (rnic_dev_cq_changed); they are written to the guest's rings when
  * the device callback ends, or earlier by rnic_cqs_deliver() where an
  * event must follow them.
  */
-void rnic_cq_changed(void *opaque, struct rnic_cq *core);
-void rnic_cq_kick(RnicState *s, RnicCq *cq);
-void rnic_cq_deliver(RnicState *s, RnicCq *cq);
+void rnic_dev_cq_changed(void *opaque, struct rnic_cq *core);
+void rnic_dev_cq_kick(RnicState *s, RnicCq *cq);
+void rnic_dev_cq_deliver(RnicState *s, RnicCq *cq);
 void rnic_cqs_deliver(RnicState *s);
 
 /* rnic-addr.c: the addr-map property, guest addresses to host ones */
