@@ -7,7 +7,8 @@
 #
 #   e2e_initramfs OUT.cpio.gz [-m module] [-k file.ko] [-f /path] ... <TEST
 #     -m  a module of the Debian kernel, by name
-#     -k  an out-of-tree module (installed under extra/)
+#     -k  an out-of-tree module (installed under extra/), with the Debian
+#         modules it needs; it may need another -k module
 #     -f  a file of $E2E_USERLAND, by its path inside that root; with its
 #         shared libraries when it is an ELF file (programs, plugins)
 #     -d  a directory of $E2E_USERLAND, all of it, each ELF file in it
@@ -116,6 +117,10 @@ e2e_initramfs() {
     mkdir -p "$stage/$moddir/extra"
     cp "$E2E_KROOT/$moddir"/modules.{order,builtin,builtin.modinfo} "$stage/$moddir/"
     for name in ${mods[@]+"${mods[@]}"}; do
+        # Another -k module (a test module's rnic) is no Debian one.
+        for f in ${kos[@]+"${kos[@]}"}; do
+            [ "$(basename "$f" .ko)" != "$name" ] || continue 2
+        done
         # Empty for a module built into the kernel.
         f=$(e2e_module_closure "$name") ||
             e2e_die "no module $name in $E2E_KVER"
