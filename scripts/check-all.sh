@@ -63,7 +63,7 @@ for part in "$@"; do
     case $part in
     check-unit*) run_part "$part" count_check ;;
     check-e2e | check-capture | fuzz-smoke | check-soak | check-allow | \
-        check-tsan | check-qemu | check-driver | check-spec)
+        check-tsan | check-qemu | check-driver | check-spec | check-names)
         run_part "$part" count_plain ;;
     *) run_part "$part" count_meson ;;
     esac

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Guest-visible addresses to host endpoints: see addr-map.h. */
+/* Guest-visible addresses to host endpoints: see addr_map.h. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -229,7 +229,7 @@ struct RnicConn {
 };
 
 /*
- * The device's parameters: its properties (rnic_properties in rnic-pci.c,
+ * The device's parameters: its properties (rnic_props in rnic-pci.c,
  * where each is described) and what realize makes of the string ones.
  * Fixed from realize on.
  */

@@ -103,7 +103,7 @@ void qrnic_peer_accept(QRnicPeer *p, QRnic *t, uint32_t qpn, bool strict)
     qrnic_peer_event(t, RNIC_EV_CONN_ESTABLISHED, strict, &ev);
 }
 
-/* ---- FPDUs (RFC 5044 section 7.1: length, ULPDU, pad, CRC) ---- */
+/* ---- FPDUs (RFC 5044 section 4: length, ULPDU, pad, CRC) ---- */
 
 size_t qrnic_peer_fpdu_size(size_t len)
 {

@@ -2,7 +2,7 @@
 /*
  * The test's end of an iWARP connection, for every qtest that plays the
  * remote peer over TCP on 127.0.0.1: MPA frames (RFC 5044 section 7.1,
- * RFC 6581), FPDUs with CRC32c (RFC 5044 section 7.1), DDP headers
+ * RFC 6581), FPDUs with CRC32c (RFC 5044 section 4), DDP headers
  * (RFC 5041 section 5) and RDMAP messages (RFC 5040 section 4), and the
  * device's frames read back.  The layouts are written out here from the
  * RFCs, not taken from the core: an independent reading.
