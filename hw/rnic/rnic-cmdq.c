@@ -151,12 +151,8 @@ static uint16_t rnic_cmd_execute(RnicState *s, uint32_t index,
                            &rnic_cmds[cmd->opcode] : NULL;
 
     if (!d || !d->fn) {
-        qemu_log_mask(LOG_GUEST_ERROR, "rnic: command opcode 0x%02x (%s) "
-                      "not supported\n", cmd->opcode,
-                      rnic_cmd_name(cmd->opcode));
-        trace_rnic_ub_cmd(rnic_cmd_name(cmd->opcode), RNIC_CMD_ERR_OPCODE,
-                          "opcode not supported");
-        return RNIC_CMD_ERR_OPCODE;
+        return rnic_cmd_fail(cmd->opcode, RNIC_CMD_ERR_OPCODE,
+                             "opcode not supported");
     }
     if (trace_event_get_state_backends(TRACE_RNIC_CMD_PAYLOAD)) {
         g_autoptr(GString) hex = qemu_hexdump_line(NULL, cmd->u.raw,

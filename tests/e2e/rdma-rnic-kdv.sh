@@ -7,13 +7,16 @@
 # through rdma_cm and checks rnic_ib_qp_set_rtr, rnic_ib_qp_query_conn and
 # rnic_ib_post_recv_linked (the checks: the module's top comment).  It
 # prints "KDV PASS name" or "KDV FAIL name: why" for each, then "KDV DONE
-# passed=N failed=M"; the scenario passes only with all 12 passed and none
-# failed, and both modules unloaded with a clean kernel log.
+# passed=N failed=M"; the scenario passes only with all KDV_CHECKS passed
+# and none failed, and both modules unloaded with a clean kernel log.
 # E2E_KDV_ARGS: more module parameters, comma-separated (timeout_ms=N).
 . "$(dirname "$0")/lib/e2e.sh"
 
 name=rdma-rnic-kdv
-checks=12       # KDV_CHECKS: a module that skipped one does not pass
+# The module's KDV_CHECKS: a module that skipped one does not pass.
+checks=$(sed -n 's/^#define KDV_CHECKS[[:space:]]*//p' \
+    "$(dirname "$0")/kdv/rnic_kdv_test.c")
+[ -n "$checks" ] || e2e_die "no KDV_CHECKS in kdv/rnic_kdv_test.c"
 e2e_prep
 
 # Built in a copy of its own (kbuild writes beside the sources); the

@@ -77,10 +77,13 @@ void qrnic_peer_init(QRnicPeer *p, int fd, bool crc)
 static void qrnic_peer_event(QRnic *t, uint8_t type, bool strict,
                              struct rnic_event *ev)
 {
+    if (strict) {
+        qrnic_expect_event(t, type, ev);
+        return;
+    }
     do {
         qrnic_wait_event(t, ev);
-    } while (!strict && ev->type != type);
-    g_assert_cmpuint(ev->type, ==, type);
+    } while (ev->type != type);
 }
 
 void qrnic_peer_accept(QRnicPeer *p, QRnic *t, uint32_t qpn, bool strict)
