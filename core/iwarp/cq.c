@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "cq.h"
+#include "save.h"
 
 enum rnic_cq_armed {
     RNIC_CQ_DISARMED,
@@ -271,4 +272,54 @@ const char *rnic_cq_armed_str(const struct rnic_cq *cq)
     default:
         return "no";
     }
+}
+
+/* ---- migration (save.h) ---- */
+
+void rnic_cq_save(struct rnic_sv *s, const struct rnic_cq *cq)
+{
+    rnic_sv_u8(s, cq->overflowed);
+    rnic_sv_u8(s, cq->armed);
+    rnic_sv_u32(s, cq->count);
+    for (uint32_t i = 0; i < cq->count; i++) {
+        const struct rnic_cqe *e = &cq->ring[rnic_ring_slot(cq->head, i,
+                                                            cq->depth)];
+
+        rnic_sv_u64(s, e->wr_id);
+        rnic_sv_u8(s, e->status);
+        rnic_sv_u8(s, e->opcode);
+        rnic_sv_u32(s, e->byte_len);
+        rnic_sv_u32(s, e->qpn);
+        rnic_sv_u32(s, e->flags);
+        rnic_sv_u32(s, e->inval_stag);
+        rnic_sv_u32(s, e->imm_data);
+    }
+}
+
+int rnic_cq_load(struct rnic_ld *l, struct rnic_cq *cq)
+{
+    cq->overflowed = rnic_ld_u8(l);
+    cq->armed = rnic_ld_u8(l);
+    cq->count = rnic_ld_count(l, cq->depth);
+    cq->head = 0;
+    if (cq->armed > RNIC_CQ_ARMED_NEXT) {
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < cq->count; i++) {
+        struct rnic_cqe *e = &cq->ring[i];
+
+        e->wr_id = rnic_ld_u64(l);
+        e->status = rnic_ld_u8(l);
+        e->opcode = rnic_ld_u8(l);
+        e->byte_len = rnic_ld_u32(l);
+        e->qpn = rnic_ld_u32(l);
+        e->flags = rnic_ld_u32(l);
+        e->inval_stag = rnic_ld_u32(l);
+        e->imm_data = rnic_ld_u32(l);
+        if (e->status >= RNIC_WC_STATUS_COUNT ||
+            e->opcode >= RNIC_WC_OPCODE_COUNT) {
+            return -EINVAL;
+        }
+    }
+    return l->failed ? -EINVAL : 0;
 }

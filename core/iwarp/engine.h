@@ -59,6 +59,7 @@
 #include "mpa.h"
 #include "qp.h"
 #include "qpn.h"
+#include "save.h"
 #include "stag.h"
 
 #define RNIC_EP_EMSS_DEFAULT    1460

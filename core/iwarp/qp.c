@@ -7,14 +7,8 @@
 #include <stdlib.h>
 #include "cq.h"
 #include "qp.h"
+#include "qp_internal.h"
 #include "stag.h"
-
-struct rnic_srq {
-    uint32_t srqn;
-    struct rnic_recv_ring ring;
-    uint32_t max_sge;
-    uint32_t refs;
-};
 
 /* What each send opcode may carry, checked once at post time. */
 struct rnic_wr_rule {
@@ -85,14 +79,6 @@ bool rnic_qp_transition_legal(enum rnic_qp_state from, enum rnic_qp_state to)
 }
 
 /* ---- receive rings (RQ and SRQ) ---- */
-
-/*
- * The shadow slots of a queue are allocated by its first post, not when
- * the queue is made: an idle QP (a device may hold 10,000) then holds only
- * its fixed part on the host, whatever the depth of its rings.
- */
-#define RNIC_SHADOW(slots, n) \
-    ((slots) ? (slots) : ((slots) = calloc((n), sizeof(*(slots)))))
 
 static void rnic_recv_ring_init(struct rnic_recv_ring *r, uint32_t depth)
 {

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include "qpn.h"
+#include "save.h"
 
 enum rnic_qpn_state {
     QPN_FREE,
@@ -179,4 +180,94 @@ const char *rnic_qpn_lookup_str(enum rnic_qpn_lookup result)
     default:
         return "?";
     }
+}
+
+/* ---- migration (save.h) ---- */
+
+/*
+ * Each number's state and its timewait expiry (on the caller's clock,
+ * which for the device is the guest's and moves with it), then the free
+ * and the timewait lists in their order.
+ */
+void rnic_qpn_table_save(struct rnic_sv *s, const struct rnic_qpn_table *t)
+{
+    const struct rnic_qpn_list *lists[] = { &t->free, &t->timewait };
+
+    rnic_sv_u32(s, t->max);
+    for (uint32_t qpn = 1; qpn < t->max; qpn++) {
+        rnic_sv_u8(s, t->e[qpn].state);
+        rnic_sv_u64(s, t->e[qpn].expires);
+    }
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = 0;
+
+        for (uint32_t q = lists[k]->head; q; q = t->e[q].next) {
+            n++;
+        }
+        rnic_sv_u32(s, n);
+        for (uint32_t q = lists[k]->head; q; q = t->e[q].next) {
+            rnic_sv_u32(s, q);
+        }
+    }
+}
+
+/* The numbers of @l, each of @state and on no list yet, in order. */
+static bool rnic_qpn_list_load(struct rnic_ld *l, struct rnic_qpn_table *t,
+                               struct rnic_qpn_list *list, uint8_t state,
+                               bool *listed)
+{
+    uint32_t n = rnic_ld_count(l, t->max - 1);
+
+    *list = (struct rnic_qpn_list) { 0 };
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t qpn = rnic_ld_u32(l);
+
+        if (l->failed || qpn == 0 || qpn >= t->max ||
+            t->e[qpn].state != state || listed[qpn]) {
+            return false;
+        }
+        listed[qpn] = true;
+        rnic_qpn_append(t, list, qpn);
+    }
+    return true;
+}
+
+int rnic_qpn_table_load(struct rnic_ld *l, struct rnic_qpn_table *t)
+{
+    bool *listed;
+    bool ok;
+
+    if (rnic_ld_u32(l) != t->max || l->failed) {
+        return -EINVAL;
+    }
+    for (uint32_t qpn = 1; qpn < t->max; qpn++) {
+        /* one read a statement: initializers have no order */
+        t->e[qpn] = (struct rnic_qpn_entry) { .state = rnic_ld_u8(l) };
+        t->e[qpn].expires = rnic_ld_u64(l);
+        if (t->e[qpn].state > QPN_TIMEWAIT) {
+            return -EINVAL;
+        }
+    }
+    listed = calloc(t->max, sizeof(*listed));
+    if (!listed) {
+        return -ENOMEM;
+    }
+    ok = rnic_qpn_list_load(l, t, &t->free, QPN_FREE, listed) &&
+         rnic_qpn_list_load(l, t, &t->timewait, QPN_TIMEWAIT, listed);
+    /* every free or timewait number is on its list, or it would be lost */
+    for (uint32_t qpn = 1; ok && qpn < t->max; qpn++) {
+        ok = listed[qpn] || t->e[qpn].state == QPN_LIVE;
+    }
+    free(listed);
+    return ok && !l->failed ? 0 : -EINVAL;
+}
+
+int rnic_qpn_attach(struct rnic_qpn_table *t, uint32_t qpn, void *qp)
+{
+    if (qpn == 0 || qpn >= t->max || t->e[qpn].state != QPN_LIVE ||
+        t->e[qpn].qp) {
+        return -EINVAL;
+    }
+    t->e[qpn].qp = qp;
+    return 0;
 }
