@@ -204,7 +204,7 @@ static uint32_t rnic_listener_share(RnicState *s, const RnicListener *l)
  */
 static void rnic_listener_watch(RnicListener *l)
 {
-    bool want = !timer_pending(l->retry) &&
+    bool want = l->fd >= 0 && !timer_pending(l->retry) &&
                 l->waiting < rnic_listener_share(l->s, l);
 
     if (want != l->watched) {
@@ -278,9 +278,44 @@ static void rnic_listener_accept(void *opaque)
     rnic_conn_set_state(c, RNIC_CONN_WAIT_REQUEST);
 }
 
+/*
+ * A listening socket on l->local (the host's address; port 0: any), whose
+ * port then is the one bound.  false, with no socket, if the host refuses.
+ */
+static bool rnic_listener_bind(RnicListener *l)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int fd, one = 1;
+
+    l->fd = -1;
+    if (!rnic_sockaddr_to_host(&l->local, &ss, &len)) {
+        return false;
+    }
+    fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
+    if (fd < 0) {
+        return false;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, l->backlog)) {
+        close(fd);
+        return false;
+    }
+    qemu_socket_set_nonblock(fd);
+    l->fd = fd;
+    rnic_fd_names(fd, &l->local, NULL);
+    return true;
+}
+
 static void rnic_listener_wake(void *opaque)
 {
-    rnic_listener_watch(opaque);
+    RnicListener *l = opaque;
+
+    if (l->fd < 0 && !l->s->frozen && !rnic_listener_bind(l)) {
+        timer_mod(l->retry, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                  RNIC_LISTEN_RETRY_MS);
+    }
+    rnic_listener_watch(l);
 }
 
 static void rnic_listener_acceptable(void *opaque)
@@ -300,7 +335,6 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
     struct sockaddr_storage ss;
     socklen_t len;
     RnicListener *l = NULL;
-    int fd, one = 1;
 
     if (!rnic_sockaddr_to_host(&local, &ss, &len)) {
         return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_PARAM,
@@ -318,26 +352,17 @@ uint16_t rnic_cmd_listen(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_RESOURCE,
                              "all listeners in use");
     }
-    fd = qemu_socket(ss.ss_family, SOCK_STREAM, 0);
-    if (fd < 0) {
-        return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_RESOURCE,
-                             "no socket");
-    }
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    l->s = s;
+    l->local = local;
     l->backlog = MAX(1, MIN(le32_to_cpu(p->backlog), RNIC_MAX_BACKLOG));
-    if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, l->backlog)) {
-        close(fd);
+    if (!rnic_listener_bind(l)) {
         return rnic_cmd_fail(RNIC_CMD_LISTEN, RNIC_CMD_ERR_ADDRINUSE,
                              "local: the host cannot bind or listen on it");
     }
-    qemu_socket_set_nonblock(fd);
-    l->s = s;
-    l->fd = fd;
     l->id = l - s->listeners + 1;
     l->waiting = 0;
     l->watched = false;
     l->retry = rnic_timer_new_ms(s, rnic_listener_retry, l);
-    rnic_fd_names(fd, &l->local, NULL);
     /* The guest's address stays; only the port the host chose is news. */
     p->local.port = l->local.port;
     p->listener_id = cpu_to_le32(l->id);
@@ -358,8 +383,10 @@ static void rnic_listener_close(RnicListener *l)
             rnic_conn_drop(c);
         }
     }
-    rnic_set_fd_handler(l->s, l->fd, NULL, NULL, NULL);
-    close(l->fd);
+    if (l->fd >= 0) {
+        rnic_set_fd_handler(l->s, l->fd, NULL, NULL, NULL);
+        close(l->fd);
+    }
     timer_free(l->retry);
     l->retry = NULL;
     l->id = 0;
@@ -770,6 +797,62 @@ bool rnic_cm_init(RnicState *s, Error **errp)
 }
 
 /* Reset closes every connection and listener. */
+/*
+ * A listener the guest made, on its host address and port again (after a
+ * migration), or soon: while another process (the migration's source on
+ * this host) still holds the port, it tries every RNIC_LISTEN_RETRY_MS.
+ */
+void rnic_listener_restore(RnicState *s, uint32_t id,
+                           const struct rnic_sockaddr *local,
+                           uint32_t backlog)
+{
+    RnicListener *l = &s->listeners[id - 1];
+
+    l->s = s;
+    l->id = id;
+    l->local = *local;
+    l->backlog = MAX(1, MIN(backlog, RNIC_MAX_BACKLOG));
+    l->waiting = 0;
+    l->watched = false;
+    l->retry = rnic_timer_new_ms(s, rnic_listener_retry, l);
+    if (!rnic_listener_bind(l)) {
+        timer_mod(l->retry, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                  RNIC_LISTEN_RETRY_MS);
+    }
+    rnic_listener_watch(l);
+}
+
+/* Gives the port up (to a migration's destination); back on thaw. */
+void rnic_listeners_unbind(RnicState *s)
+{
+    for (int i = 0; i < RNIC_MAX_LISTENERS; i++) {
+        RnicListener *l = &s->listeners[i];
+
+        if (l->id && l->fd >= 0) {
+            rnic_set_fd_handler(s, l->fd, NULL, NULL, NULL);
+            close(l->fd);
+            l->fd = -1;
+            l->watched = false;
+        }
+    }
+}
+
+/* After a freeze: sockets back, and any port given up bound again. */
+void rnic_listeners_thaw(RnicState *s)
+{
+    for (int i = 0; i < RNIC_MAX_LISTENERS; i++) {
+        RnicListener *l = &s->listeners[i];
+
+        if (l->id) {
+            if (l->watched) {
+                rnic_set_fd_handler(s, l->fd, rnic_listener_acceptable, NULL,
+                                    l);
+            }
+            rnic_listener_wake(l);
+        }
+    }
+}
+
 void rnic_cm_reset(RnicState *s)
 {
     rnic_conns_close_all(s);

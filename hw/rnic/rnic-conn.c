@@ -634,3 +634,50 @@ static void rnic_conn_again(void *opaque)
 {
     rnic_guarded(((RnicConn *)opaque)->s, rnic_conn_again_run, opaque);
 }
+
+/* ---- a stopped VM (rnic-migrate.c) ---- */
+
+/* What is left of @t in ms, -1 if it is not armed; it is disarmed. */
+static int64_t rnic_timer_pause(QEMUTimer *t)
+{
+    int64_t left = -1;
+
+    if (t && timer_pending(t)) {
+        left = MAX(0, timer_expire_time_ns(t) / SCALE_MS -
+                      qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
+        timer_del(t);
+    }
+    return left;
+}
+
+static void rnic_timer_resume(QEMUTimer *t, int64_t left)
+{
+    if (t && left >= 0) {
+        timer_mod(t, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + left);
+    }
+}
+
+/*
+ * The VM stopped: nothing of @c runs (no handler, timer or bottom half)
+ * until rnic_conn_thaw(), so nothing reaches guest memory after the
+ * device's state is saved; the host's socket buffers hold what arrives.
+ */
+void rnic_conn_freeze(RnicConn *c)
+{
+    if (c->watch_rd || c->watch_wr) {
+        rnic_set_fd_handler(c->s, c->fd, NULL, NULL, NULL);
+    }
+    c->deadline_left = rnic_timer_pause(c->deadline);
+    c->delay_left = rnic_timer_pause(c->delay_timer);
+    qemu_bh_cancel(c->bh);
+}
+
+void rnic_conn_thaw(RnicConn *c)
+{
+    if (c->watch_rd || c->watch_wr) {
+        rnic_set_fd_handler(c->s, c->fd, c->watch_rd, c->watch_wr, c);
+    }
+    rnic_timer_resume(c->deadline, c->deadline_left);
+    rnic_timer_resume(c->delay_timer, c->delay_left);
+    qemu_bh_schedule(c->bh);    /* the pump looks once at what waited */
+}

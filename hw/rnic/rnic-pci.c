@@ -222,6 +222,7 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     }
     s->cmdq_bh = rnic_bh_new(s, rnic_cmdq_bh, s);
     s->wq_bh = rnic_bh_new(s, rnic_wq_bh, s);
+    rnic_migrate_init(s);
     trace_rnic_realize(RNIC_ABI_MAJOR, RNIC_ABI_MINOR);
 }
 
@@ -236,6 +237,7 @@ static void rnic_exit(PCIDevice *pdev)
     RnicState *s = RNIC(pdev);
 
     trace_rnic_unrealize();
+    rnic_migrate_fini(s);
     /*
      * With an IOThread, unplugged is set by the teardown there: set here,
      * it would fail the DMA of the IOThread's run in progress (a
@@ -362,15 +364,6 @@ static const RnicProp rnic_props[] = {
 
 /* rnic_props' properties alone, as device_class_set_props_n takes them */
 static Property rnic_properties[ARRAY_SIZE(rnic_props)];
-
-/*
- * Not migratable: live QPs own host TCP connections, which cannot move with
- * the guest (docs/spec.md "Migration").
- */
-static const VMStateDescription rnic_vmstate = {
-    .name = "rnic",
-    .unmigratable = 1,
-};
 
 /*
  * qom-set DEV handoff-fd NAME[:initiator]: offer a TCP connection made

@@ -48,6 +48,9 @@ bool rnic_in_iothread(RnicState *s)
 void rnic_set_fd_handler(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
                          void *opaque)
 {
+    if (s->frozen && (rd || wr)) {
+        return;     /* the owner's record of it is what thaw registers */
+    }
     if (s->ctx) {
         aio_set_fd_handler(s->ctx, fd, rd, wr, NULL, NULL, opaque);
     } else {

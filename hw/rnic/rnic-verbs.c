@@ -323,11 +323,10 @@ static bool rnic_udb_ok(RnicState *s, uint32_t udb_le)
     return le32_to_cpu(udb_le) <= s->params.udb_pages;
 }
 
-uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
+/* CREATE_CQ's checks and work, at slot @i (cqn i + 1). */
+uint16_t rnic_dev_cq_make(RnicState *s, struct rnic_cmd_cq *p, uint32_t i)
 {
-    struct rnic_cmd_cq *p = (void *)cmd->u.raw;
     uint64_t ring = le64_to_cpu(p->ring_addr);
-    uint32_t i;
     RnicCq *cq;
 
     if (!rnic_wq_ring_ok(ring, p->log_size, s->params.limits.max_cqe)) {
@@ -344,13 +343,6 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
         return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_PARAM,
                              RNIC_UDB_BAD);
     }
-    for (i = 0; i < s->params.limits.max_cq && s->cqs[i]; i++) {
-        continue;
-    }
-    if (i == s->params.limits.max_cq) {
-        return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_RESOURCE,
-                             "all CQs in use");
-    }
     cq = g_new0(RnicCq, 1);
     cq->cqn = i + 1;
     rnic_ring_init(&cq->ring, ring, p->log_size, RNIC_CQE_SIZE);
@@ -363,6 +355,20 @@ uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
     s->cqs[i] = cq;
     p->cqn = cpu_to_le32(cq->cqn);
     return RNIC_CMD_OK;
+}
+
+uint16_t rnic_cmd_create_cq(RnicState *s, struct rnic_cmd *cmd)
+{
+    uint32_t i;
+
+    for (i = 0; i < s->params.limits.max_cq && s->cqs[i]; i++) {
+        continue;
+    }
+    if (i == s->params.limits.max_cq) {
+        return rnic_cmd_fail(RNIC_CMD_CREATE_CQ, RNIC_CMD_ERR_RESOURCE,
+                             "all CQs in use");
+    }
+    return rnic_dev_cq_make(s, (void *)cmd->u.raw, i);
 }
 
 static void rnic_dev_cq_free(RnicState *s, RnicCq *cq)
@@ -395,13 +401,12 @@ uint16_t rnic_cmd_destroy_cq(RnicState *s, struct rnic_cmd *cmd)
 
 /* ---- SRQs ---- */
 
-uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
+/* CREATE_SRQ's checks and work, at slot @i (srqn i + 1). */
+uint16_t rnic_dev_srq_make(RnicState *s, struct rnic_cmd_srq *p, uint32_t i)
 {
-    struct rnic_cmd_srq *p = (void *)cmd->u.raw;
     uint64_t ring = le64_to_cpu(p->ring_addr);
     uint32_t pdn = le32_to_cpu(p->pdn);
     RnicSrq *srq;
-    uint32_t i;
 
     if (!rnic_wq_ring_ok(ring, p->log_size, s->params.limits.max_srq_wr)) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_PARAM,
@@ -411,13 +416,6 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     if (!rnic_udb_ok(s, p->udb)) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_PARAM,
                              RNIC_UDB_BAD);
-    }
-    for (i = 0; i < s->params.limits.max_srq && s->srqs[i]; i++) {
-        continue;
-    }
-    if (i == s->params.limits.max_srq) {
-        return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_RESOURCE,
-                             "all SRQs in use");
     }
     if (rnic_pd_get(s->stags, pdn) != RNIC_STAG_OK) {
         return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_HANDLE,
@@ -433,6 +431,20 @@ uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
     s->srqs[i] = srq;
     p->srqn = cpu_to_le32(srq->srqn);
     return RNIC_CMD_OK;
+}
+
+uint16_t rnic_cmd_create_srq(RnicState *s, struct rnic_cmd *cmd)
+{
+    uint32_t i;
+
+    for (i = 0; i < s->params.limits.max_srq && s->srqs[i]; i++) {
+        continue;
+    }
+    if (i == s->params.limits.max_srq) {
+        return rnic_cmd_fail(RNIC_CMD_CREATE_SRQ, RNIC_CMD_ERR_RESOURCE,
+                             "all SRQs in use");
+    }
+    return rnic_dev_srq_make(s, (void *)cmd->u.raw, i);
 }
 
 uint16_t rnic_cmd_modify_srq(RnicState *s, struct rnic_cmd *cmd)
@@ -546,9 +558,12 @@ static uint16_t rnic_dev_qp_check(RnicState *s, struct rnic_cmd_qp *p,
     return RNIC_CMD_OK;
 }
 
-uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
+/*
+ * CREATE_QP's checks and work; @qpn 0: a new number, else one the QP
+ * number table holds live with no QP (a migration's).
+ */
+uint16_t rnic_dev_qp_make(RnicState *s, struct rnic_cmd_qp *p, uint32_t qpn)
 {
-    struct rnic_cmd_qp *p = (void *)cmd->u.raw;
     uint32_t pdn = le32_to_cpu(p->pdn);
     struct rnic_qp_attr attr;
     RnicCq *scq, *rcq;
@@ -565,7 +580,9 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
                              "pdn: no such PD");
     }
     qp = g_new0(RnicQp, 1);
-    ret = rnic_qpn_alloc(s->qpns, qp, &qp->qpn);
+    qp->qpn = qpn;
+    ret = qpn ? rnic_qpn_attach(s->qpns, qpn, qp)
+              : rnic_qpn_alloc(s->qpns, qp, &qp->qpn);
     if (ret) {
         rnic_pd_put(s->stags, pdn);
         g_free(qp);
@@ -601,6 +618,11 @@ uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
                    RNIC_RQ_WQE_SIZE);
     p->qpn = cpu_to_le32(qp->qpn);
     return RNIC_CMD_OK;
+}
+
+uint16_t rnic_cmd_create_qp(RnicState *s, struct rnic_cmd *cmd)
+{
+    return rnic_dev_qp_make(s, (void *)cmd->u.raw, 0);
 }
 
 static void rnic_dev_qp_release(RnicState *s, RnicQp *qp)
@@ -812,8 +834,13 @@ void rnic_verbs_reset(RnicState *s)
     void *qp;
 
     for (uint32_t n = 1; n <= s->params.limits.max_qp; n++) {
-        if (rnic_qpn_lookup(s->qpns, n, &qp) == RNIC_QPN_LIVE) {
+        if (rnic_qpn_lookup(s->qpns, n, &qp) != RNIC_QPN_LIVE) {
+            continue;
+        }
+        if (qp) {
             rnic_dev_qp_release(s, qp);
+        } else {
+            rnic_qpn_free(s->qpns, n);  /* a failed load's, QP not made */
         }
     }
     for (uint32_t i = 0; i < s->params.limits.max_srq; i++) {

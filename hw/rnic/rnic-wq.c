@@ -204,7 +204,7 @@ static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t *left)
     return r->cons != r->prod;
 }
 
-static void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq)
+void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq)
 {
     if (!srq->kicked) {
         srq->kicked = true;
@@ -212,7 +212,7 @@ static void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq)
     }
 }
 
-static void rnic_dev_qp_kick(RnicState *s, RnicQp *qp)
+void rnic_dev_qp_kick(RnicState *s, RnicQp *qp)
 {
     if (!qp->kicked) {
         qp->kicked = true;

@@ -34,6 +34,8 @@
 #include "block/aio.h"
 #include "qom/object.h"
 #include "net/net.h"
+#include "qemu/notify.h"
+#include "system/runstate.h"
 #include "rnic/rnic-abi.h"
 #include "device/addr_policy.h"
 #include "device/addr_map.h"
@@ -163,7 +165,7 @@ typedef struct RnicQp {
 typedef struct RnicListener {
     RnicState *s;
     uint32_t id;            /* 0: free slot */
-    int fd;
+    int fd;                 /* -1: the port is to be bound again (retry) */
     struct rnic_sockaddr local;
     uint32_t backlog;       /* connections not yet accepted, at most */
     uint32_t waiting;       /* connections not yet accepted, now */
@@ -226,6 +228,8 @@ struct RnicConn {
     QEMUTimer *delay_timer;
     bool delay_done;        /* the delay before this burst has passed */
     int64_t hold_until;     /* siw-compat-hold-ms: no FPDU before (ms) */
+    /* frozen (the VM stopped): ms left on each timer, -1 if unarmed */
+    int64_t deadline_left, delay_left;
 };
 
 /*
@@ -328,6 +332,15 @@ struct RnicState {
 
     RnicParams params;
 
+    /* rnic-migrate.c */
+    bool frozen;            /* the VM is stopped: no host I/O, no DMA */
+    VMChangeStateEntry *vmse;
+    NotifierWithReturn mig_notifier;
+    uint8_t *mig_objects;   /* the objects' bytes while saving or loading */
+    uint32_t mig_objects_len;
+    bool mig_loaded;        /* thaw serves what a load brought */
+    GArray *mig_cut;        /* RnicCut: connections a migration cut */
+
     /* capture (rnic-capture.c): the writer, NULL while off */
     struct rnic_cap *capture;
     struct RnicCapture *capture_cfg;
@@ -359,6 +372,10 @@ RnicCmdFn rnic_cmd_create_pd, rnic_cmd_destroy_pd, rnic_cmd_reg_mr,
     rnic_cmd_destroy_qp, rnic_cmd_create_srq, rnic_cmd_destroy_srq,
     rnic_cmd_modify_srq,
     rnic_cmd_invalidate, rnic_cmd_alloc_mr;
+/* The create commands' checks and work with the object's number given. */
+uint16_t rnic_dev_cq_make(RnicState *s, struct rnic_cmd_cq *p, uint32_t i);
+uint16_t rnic_dev_srq_make(RnicState *s, struct rnic_cmd_srq *p, uint32_t i);
+uint16_t rnic_dev_qp_make(RnicState *s, struct rnic_cmd_qp *p, uint32_t qpn);
 bool rnic_verbs_init(RnicState *s, Error **errp);
 void rnic_verbs_reset(RnicState *s);
 void rnic_verbs_fini(RnicState *s);
@@ -379,6 +396,9 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 void rnic_wq_run(void *opaque);
 void rnic_wq_schedule(RnicState *s);
 void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
+/* Their rings are fetched from at the next run. */
+void rnic_dev_qp_kick(RnicState *s, RnicQp *qp);
+void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq);
 
 /* rnic-db.c */
 void rnic_db_init(RnicState *s);
@@ -413,6 +433,11 @@ void rnic_cm_reset(RnicState *s);
 void rnic_cm_fini(RnicState *s);
 bool rnic_cm_hand_in_fd(RnicState *s, int fd, bool initiator, Error **errp);
 void rnic_listeners_watch(RnicState *s);
+void rnic_listener_restore(RnicState *s, uint32_t id,
+                           const struct rnic_sockaddr *local,
+                           uint32_t backlog);
+void rnic_listeners_unbind(RnicState *s);
+void rnic_listeners_thaw(RnicState *s);
 void rnic_sockaddr_from_host(const struct sockaddr_storage *ss,
                              struct rnic_sockaddr *a);
 void rnic_mpa_params_for(RnicState *s, uint16_t ird, uint16_t ord,
@@ -431,6 +456,8 @@ void rnic_conn_local_error(RnicConn *c);
 void rnic_conn_run(RnicConn *c);
 void rnic_conns_close_all(RnicState *s);
 void rnic_conn_qp_gone(RnicQp *qp);
+void rnic_conn_freeze(RnicConn *c);
+void rnic_conn_thaw(RnicConn *c);
 
 /* rnic-dp.c: the data-path pump; frees only the endpoint (rnic_dp_stop) */
 void rnic_dp_init(RnicState *s);
@@ -456,6 +483,11 @@ void rnic_stats_term(RnicState *s, bool sent, uint8_t layer, uint8_t etype,
 void rnic_capture_init(RnicState *s);
 bool rnic_capture_realize(RnicState *s, Error **errp);
 void rnic_capture_fini(RnicState *s);
+
+/* rnic-migrate.c */
+extern const VMStateDescription rnic_vmstate;
+void rnic_migrate_init(RnicState *s);
+void rnic_migrate_fini(RnicState *s);
 
 /* rnic-state.c */
 void rnic_state_init(RnicState *s);

@@ -177,6 +177,7 @@ static void qrnic_test_open(QRnic *t, int index)
 {
     QRnicFind f = { .want = index };
 
+    t->index = index;
     qpci_device_foreach(t->bus, RNIC_PCI_VENDOR_ID, RNIC_PCI_DEVICE_ID,
                         qrnic_find, &f);
     qrnic_attach(t, f.dev);
@@ -204,7 +205,8 @@ static void qrnic_test_init(QRnic *t, const char *args)
 
     memset(t, 0, sizeof(*t));
     t->owner = true;
-    t->qts = qtest_initf("-M q35 -nodefaults %s", full);
+    t->args = g_strdup_printf("-M q35 -nodefaults %s", full);
+    t->qts = qtest_init(t->args);
     t->alloc = g_new0(QGuestAllocator, 1);
     pc_alloc_init(t->alloc, t->qts, ALLOC_NO_FLAGS);
     t->bus = qpci_new_pc(t->qts, t->alloc);
@@ -415,6 +417,68 @@ void qrnic_test_stop(QRnic *t)
         alloc_destroy(t->alloc);
         g_free(t->alloc);
         qtest_quit(t->qts);
+        g_free(t->args);
+    }
+}
+
+/* Until query-@cmd's "status" is @want; asserts it never says "failed". */
+static void qrnic_wait_status(QTestState *qts, const char *cmd,
+                              const char *want)
+{
+    gint64 end = g_get_monotonic_time() + 6 * QRNIC_TIMEOUT_US;
+
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': %s}", cmd);
+        QDict *ret = qdict_get_qdict(rsp, "return");
+        const char *st = ret ? qdict_get_try_str(ret, "status") : NULL;
+        bool done = !g_strcmp0(st, want);
+
+        g_assert_cmpstr(st, !=, "failed");
+        qobject_unref(rsp);
+        if (done) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10 * 1000);
+    }
+}
+
+/* The same device in process @qts: BARs mapped again, MSI-X as it was. */
+static void qrnic_reopen(QRnic *t, QTestState *qts, QPCIBus *bus)
+{
+    t->qts = qts;
+    t->bus = bus;
+    t->port = NULL;
+    t->udb_size = 0;
+    qrnic_test_open(t, t->index);
+    qpci_msix_enable(t->dev);
+}
+
+void qrnic_test_migrate(QRnic *t, QRnic *b)
+{
+    g_autofree char *path = g_strdup_printf("%s/rnic-migrate-%d.vm",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QTestState *dst;
+    QPCIBus *bus;
+
+    g_assert(t->owner);
+    qtest_qmp_assert_success(t->qts, "{'execute': 'migrate',"
+                             " 'arguments': {'uri': %s}}", uri);
+    qrnic_wait_status(t->qts, "query-migrate", "completed");
+    dst = qtest_initf("%s -incoming %s", t->args, uri);
+    qrnic_wait_status(dst, "query-status", "running");
+    unlink(path);
+    qrnic_detach(t);
+    if (b) {
+        qrnic_detach(b);
+    }
+    qpci_free_pc(t->bus);
+    qtest_quit(t->qts);
+    bus = qpci_new_pc(dst, t->alloc);
+    qrnic_reopen(t, dst, bus);
+    if (b) {
+        qrnic_reopen(b, dst, bus);
     }
 }
 

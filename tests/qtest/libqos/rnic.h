@@ -41,6 +41,8 @@ typedef struct QRnic {
     QPCIBar udb_bar;        /* BAR 4, mapped by the first qrnic_udb_wr() */
     uint64_t udb_size;
     char *cap_id;           /* RNIC_QTEST_CAPTURE: the device's id */
+    char *args;             /* the owner's QEMU arguments, for a migration */
+    int index;              /* among the VM's rnic devices */
 } QRnic;
 
 typedef struct QRnicQp {
@@ -93,6 +95,13 @@ char *qrnic_qom_str(QRnic *t, const char *id, const char *prop);
 void qrnic_test_enable(QRnic *t);
 void qrnic_test_after_reset(QRnic *t);
 void qrnic_test_stop(QRnic *t);
+/*
+ * Migrates @t's VM (with @b, the pair's other device, or NULL) to a new
+ * QEMU with the same arguments through a file, as `migrate file:` and
+ * `-incoming file:` do, and goes on with the new process: the driver's
+ * view (rings, allocator, indices) stays, the old process quits.
+ */
+void qrnic_test_migrate(QRnic *t, QRnic *b);
 
 /* MSI-X vectors write QRNIC_MSI_MAGIC | vector to guest memory. */
 void qrnic_msix_setup(QRnic *t);
