@@ -999,22 +999,6 @@ static void test_srq(void)
     qrnic_test_stop(&t);
 }
 
-/* The device is not migratable (docs/spec.md "Migration"). */
-static void test_migration_blocked(void)
-{
-    QRnic t;
-    QDict *r;
-
-    qrnic_test_start(&t, NULL);
-    r = qtest_qmp(t.qts, "{'execute': 'migrate', 'arguments': {"
-                  "'uri': 'exec:cat > /dev/null'}}");
-    g_assert_true(qdict_haskey(r, "error"));
-    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(r, "error"),
-                                          "desc"), "rnic"));
-    qobject_unref(r);
-    qrnic_test_stop(&t);
-}
-
 /* With bus mastering off the device reaches no guest memory at all. */
 static void test_bus_master_off(void)
 {
@@ -1075,7 +1059,6 @@ int main(int argc, char **argv)
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
     qtest_add_func("/rnic/sock-buf-bounds", test_sock_buf_bounds);
     qtest_add_func("/rnic/verbs/srq", test_srq);
-    qtest_add_func("/rnic/migration-blocked", test_migration_blocked);
     qrnic_test_add_both("/rnic/bus-master-off", test_bus_master_off);
     return g_test_run();
 }
