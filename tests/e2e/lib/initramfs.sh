@@ -52,10 +52,13 @@ e2e_module_closure() {
 
 # Shared libraries of FILE: looked up in the Debian root first, the host
 # (same release) for the rest.  ldd never names libgcc_s, which
-# pthread_exit() dlopens, so it is added by hand.
+# pthread_exit() dlopens, so it is added by hand.  librados (which fio
+# links) finds libceph-common in a folder of its own by its RUNPATH, a
+# path of the guest's that ldd would look up on the host.
 e2e_stage_libs() {
     local stage=$1 file=$2 u=$E2E_USERLAND lib
     local path=$u/lib/$E2E_MULTIARCH:$u/usr/lib/$E2E_MULTIARCH
+    path=$path:$u/usr/lib/$E2E_MULTIARCH/ceph
     local out
     out=$(LD_LIBRARY_PATH=$path ldd "$file") || e2e_die "ldd $file failed"
     # librnic is built here, and staged by e2e_rnic_verbs_initramfs.

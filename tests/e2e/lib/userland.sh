@@ -8,7 +8,7 @@
 
 E2E_GUEST_PKGS=(rdmacm-utils ibverbs-providers libibverbs1 librdmacm1 iproute2
                 ibverbs-utils perftest nvme-cli nfs-kernel-server nfs-common
-                netbase qperf python3-pyverbs python3.11-minimal)
+                netbase qperf python3-pyverbs python3.11-minimal fio)
 
 # The named packages plus every lib* package they need, recursively; the
 # non-library dependencies (debconf, adduser, ...) matter only to dpkg.
