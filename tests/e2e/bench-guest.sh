@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# make bench-guest (not in make check nor make e2e: about ten minutes):
+# make bench-guest (not in make check nor make e2e: about 13 minutes):
 # the device as a guest sees it.  In one run, one pair after the other on
 # the same TCG settings, the same perftest programs with -R and -D (each
 # runs BENCH_DUR seconds, default 10, so that the guest clock's granularity
@@ -16,11 +16,15 @@
 #   siw  <-> siw    siw-siw.sh (Linux's software iWARP over virtio-net)
 #   raw TCP         two host processes on loopback (tests/bench/tcp-pair),
 #                   the limit of any TCP-carried device
-# then one table of the figures and their ratios, with the machine's load
-# at start and end.  perftest polls for completions, so the TCG guests
-# keep host cores busy through the bandwidth tests, and on a small host
-# the IOThreads wait for a core (docs/spec.md "On an IOThread" has the
-# figures); send-bw-ev is Send bandwidth with both sides asleep on
+# then fio over NVMe-oF, rnic <-> rnic and siw <-> siw (nvmeof-fio.sh:
+# 4 KiB random IOPS and 99th-percentile completion latency at queue depth
+# 1 and 32, 128 KiB sequential bandwidth, each BENCH_DUR seconds, and the
+# data written, read back and checked with CRC32c: bad data fail the
+# bench); then one table of the figures and their ratios, with the
+# machine's load at start and end.  perftest polls for completions, so the
+# TCG guests keep host cores busy through the bandwidth tests, and on a
+# small host the IOThreads wait for a core (docs/spec.md "On an IOThread"
+# has the figures); send-bw-ev is Send bandwidth with both sides asleep on
 # completion events (perftest has -e for Send, not for Write and Read):
 # the device's bandwidth when the guests leave it the host's cores.
 # Host CPU per byte: the user and system time of each pair's whole
@@ -67,13 +71,20 @@ e2e_apt_need time
     bash "$E2E_TOP/tests/e2e/rdma-rnic-perf.sh" || rc=1
 /usr/bin/time -f '%U %S' -o "$out/cpu-siw.txt" env E2E_NAME=bench-siw-siw \
     E2E_PERF="$perf_siw" bash "$E2E_TOP/tests/e2e/siw-siw.sh" || rc=1
+# A pair that never booted must not leave an older run's figures behind.
+fio=$E2E_LOGS/bench-nvmeof-fio
+rm -f "$fio-rnic-host.log" "$fio-siw-host.log"
+E2E_NAME=bench-nvmeof-fio E2E_FIO_DUR=$dur \
+    bash "$E2E_TOP/tests/e2e/nvmeof-fio.sh" rnic siw || rc=1
 
 echo "bench-guest: perftest -R -D $dur; MB = 2^20 bytes; send-lat is perftest's t_avg (half the round trip); io: rnic with iothread="
+echo "bench-guest: nvme-*: fio over NVMe-oF, $dur s a job; p99: 99th percentile of completion latency"
 python3 "$E2E_LIB/perf-table.py" "$out/tcp.txt" "$dur" \
     "rnic=$E2E_LOGS/bench-rnic-rnic-client.log:$out/cpu-rnic.txt" \
     "io=$E2E_LOGS/bench-rnic-io-client.log:$out/cpu-rnic-io.txt" \
     "io-sys=$E2E_LOGS/bench-rnic-io-sys-client.log:$out/cpu-rnic-io-sys.txt" \
     "io-prio=$E2E_LOGS/bench-rnic-io-prio-client.log:$out/cpu-rnic-io-prio.txt" \
-    "siw=$E2E_LOGS/bench-siw-siw-client.log:$out/cpu-siw.txt" || rc=1
+    "siw=$E2E_LOGS/bench-siw-siw-client.log:$out/cpu-siw.txt" \
+    --fio "rnic=$fio-rnic-host.log" --fio "siw=$fio-siw-host.log" || rc=1
 echo "bench-guest: load at end: $(uptime)"
 exit "$rc"

@@ -2,17 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The table of make bench-guest (tests/e2e/bench-guest.sh).
 
-perf-table.py TCP-FILE DUR NAME=LOG[:CPU] ...: for each NAME (a pair of
-guests; one of them named siw), the perftest figures its client guest's
-console holds between E2E-PERF-BEGIN TAG and E2E-PERF-END
-(tests/e2e/lib/guest-lib.sh, e2e_perf_all), beside the raw TCP figures of
-tests/bench/tcp-pair in TCP-FILE, with the ratio of every other pair to
-siw and to raw TCP.  CPU: a file holding "USER SYS", the seconds of the
-pair's whole scenario; with it, host CPU seconds per GiB the bandwidth
-tests moved in DUR seconds each.
+perf-table.py TCP-FILE DUR NAME=LOG[:CPU] ... [--fio NAME=LOG] ...: for
+each NAME (a pair of guests; one of them named siw), the perftest figures
+its client guest's console holds between E2E-PERF-BEGIN TAG and
+E2E-PERF-END (tests/e2e/lib/guest-lib.sh, e2e_perf_all), beside the raw
+TCP figures of tests/bench/tcp-pair in TCP-FILE, with the ratio of every
+other pair to siw and to raw TCP.  CPU: a file holding "USER SYS", the
+seconds of the pair's whole scenario; with it, host CPU seconds per GiB
+the bandwidth tests moved in DUR seconds each.  --fio NAME=LOG: the
+NVMe-oF figures of pair NAME, from the console of
+tests/e2e/nvmeof-fio.sh's host guest (fio_figures.py), as the nvme-*
+rows.
 """
 import re
 import sys
+
+from fio_figures import figures as fio_figures
 
 # (label, perftest tag, column, unit, tcp-pair line "MODE SIZE")
 ROWS = [
@@ -25,6 +30,21 @@ ROWS = [
     ("send-bw-ev 1MiB", "ib_send_bw-1048576-e", "BW_average", "MB/s", "bw 1048576"),
     ("write-rate 4KiB", "ib_write_bw-4096", "MsgRate", "Mpps", "rate 4096"),
     ("write-bw 4KiB", "ib_write_bw-4096", "BW_average", "MB/s", "bw 4096"),
+]
+
+# fio over NVMe-oF (tests/e2e/nvmeof-fio.fio's jobs): (label, job,
+# figure, unit); p99 is the 99th percentile of completion latency.
+FIO_ROWS = [
+    ("nvme-rread-iops 4KiB qd1", "randread-4k-qd1", "iops", "IOPS"),
+    ("nvme-rread-p99 4KiB qd1", "randread-4k-qd1", "p99", "us"),
+    ("nvme-rread-iops 4KiB qd32", "randread-4k-qd32", "iops", "IOPS"),
+    ("nvme-rread-p99 4KiB qd32", "randread-4k-qd32", "p99", "us"),
+    ("nvme-rwrite-iops 4KiB qd1", "randwrite-4k-qd1", "iops", "IOPS"),
+    ("nvme-rwrite-p99 4KiB qd1", "randwrite-4k-qd1", "p99", "us"),
+    ("nvme-rwrite-iops 4KiB qd32", "randwrite-4k-qd32", "iops", "IOPS"),
+    ("nvme-rwrite-p99 4KiB qd32", "randwrite-4k-qd32", "p99", "us"),
+    ("nvme-read-bw 128KiB qd32", "read-128k-qd32", "bw", "MB/s"),
+    ("nvme-write-bw 128KiB qd32", "write-128k-qd32", "bw", "MB/s"),
 ]
 
 # perftest's headers have spaces inside column names.
@@ -85,7 +105,7 @@ def cpu_per_gib(figs, cpu_path, dur):
 def fmt(v):
     if v is None:
         return "-"
-    return "%.4g" % v
+    return "%.4g" % v if abs(v) < 1e4 else "%.0f" % v
 
 
 def ratio(a, b):
@@ -95,7 +115,17 @@ def ratio(a, b):
 def main():
     tcp, dur = tcp_figures(sys.argv[1]), float(sys.argv[2])
     pairs = []                  # (name, figures, cpu file or None)
-    for arg in sys.argv[3:]:
+    fio = {}                    # name: fio figures, as "fio:JOB" tags
+    args = sys.argv[3:]
+    while args:
+        arg = args.pop(0)
+        if arg == "--fio":
+            name, log = args.pop(0).split("=", 1)
+            figs, errors = fio_figures(log)
+            for e in errors:
+                print("bench-guest: nvme %s: %s" % (name, e))
+            fio[name] = {"fio:" + j: f for j, f in figs.items()}
+            continue
         name, spec = arg.split("=", 1)
         log, _, cpu = spec.partition(":")
         pairs.append((name, perf_figures(log), cpu or None))
@@ -103,9 +133,13 @@ def main():
     others = [(n, f) for n, f, _ in pairs if n != "siw"]
     heads = [n for n, _, _ in pairs] + ["raw-TCP", "unit"] + \
         ["%s/siw" % n for n, _ in others] + ["%s/TCP" % n for n, _ in others]
-    line = "bench-guest: %-16s" + " %10s" * len(heads)
-    print(line % tuple(["figure"] + heads))
-    for label, tag, col, unit, tkey in ROWS:
+    fio_rows = [(label, "fio:" + job, col, unit, None)
+                for label, job, col, unit in FIO_ROWS] if fio else []
+    line = "bench-guest: %%-%ds" % max([16] + [len(r[0]) for r in
+                                            ROWS + fio_rows]) + \
+        " %10s" * len(heads)
+
+    def row(label, tag, col, unit, tkey):
         vals = [f.get(tag, {}).get(col) for _, f, _ in pairs]
         s = siw.get(tag, {}).get(col)
         t = tcp.get(tkey)
@@ -113,12 +147,19 @@ def main():
         print(line % tuple([label] + [fmt(v) for v in vals] + [fmt(t), unit] +
                            [ratio(v, s) for v in mine] +
                            [ratio(v, t) for v in mine]))
+
+    print(line % tuple(["figure"] + heads))
+    for r in ROWS:
+        row(*r)
     cpu = {n: cpu_per_gib(f, c, dur) if c else None for n, f, c in pairs}
     print(line % tuple(["host-cpu/GiB"] + [fmt(cpu[n]) for n, _, _ in pairs] +
                        ["-", "s"] +
                        [ratio(cpu[n], cpu.get("siw")) for n, _ in others] +
                        ["-"] * len(others)))
-
+    for n, f, _ in pairs:
+        f.update(fio.get(n, {}))
+    for r in fio_rows:
+        row(*r)
 
 if __name__ == "__main__":
     main()
