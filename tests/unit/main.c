@@ -27,6 +27,7 @@ int main(void)
         addr_policy_suite,
         abi_wr_suite,
         capture_suite,
+        tcp_repair_suite,
         save_suite,
     };
     SRunner *sr = srunner_create(NULL);

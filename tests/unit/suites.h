@@ -22,6 +22,7 @@ Suite *addr_policy_suite(void);
 Suite *abi_wr_suite(void);
 Suite *addr_map_suite(void);
 Suite *capture_suite(void);
+Suite *tcp_repair_suite(void);
 Suite *save_suite(void);
 
 #endif
