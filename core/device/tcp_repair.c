@@ -841,7 +841,7 @@ static int rnic_tcpr_rebuild(int fd, const struct rnic_tcpr_state *st,
     return ret;
 }
 
-int rnic_tcp_repair_restore(const uint8_t *buf, size_t len)
+int rnic_tcp_repair_rebuild(const uint8_t *buf, size_t len)
 {
     struct rnic_tcpr_state st;
     const uint8_t *sendq;
@@ -857,22 +857,49 @@ int rnic_tcp_repair_restore(const uint8_t *buf, size_t len)
         return -errno;
     }
     ret = rnic_tcpr_rebuild(fd, &st, sendq, sendq + st.send_len);
-    if (!ret) {
-        /* Live from here on; the probe makes the peer tell its window. */
-        ret = rnic_tcpr_setint(fd, IPPROTO_TCP, TCP_REPAIR, TCP_REPAIR_OFF);
-        if (!ret) {
-            /* Never sent: ordinary data, sent when the window allows. */
-            ret = rnic_tcpr_fill(fd, sendq + st.send_len - st.unsent_len,
-                                 st.unsent_len);
-            if (!ret) {
-                ret = rnic_tcpr_set_buf(fd, SO_SNDBUFFORCE, st.sndbuf);
-            }
-            if (ret) {
-                /* So that the close() below sends nothing either. */
-                rnic_tcpr_setint(fd, IPPROTO_TCP, TCP_REPAIR, TCP_REPAIR_ON);
-            }
-        }
+    if (ret) {
+        close(fd);
+        return ret;
     }
+    return fd;
+}
+
+int rnic_tcp_repair_resume(int fd, const uint8_t *buf, size_t len)
+{
+    struct rnic_tcpr_state st;
+    const uint8_t *sendq;
+    int ret = rnic_tcpr_parse(buf, len, &st);
+
+    if (ret) {
+        return ret;
+    }
+    sendq = buf + RNIC_TCP_REPAIR_HDR_LEN;
+    /* Live from here on; the probe makes the peer tell its window. */
+    ret = rnic_tcpr_setint(fd, IPPROTO_TCP, TCP_REPAIR, TCP_REPAIR_OFF);
+    if (ret) {
+        return ret;
+    }
+    /* Never sent: ordinary data, sent when the window allows. */
+    ret = rnic_tcpr_fill(fd, sendq + st.send_len - st.unsent_len,
+                         st.unsent_len);
+    if (!ret) {
+        ret = rnic_tcpr_set_buf(fd, SO_SNDBUFFORCE, st.sndbuf);
+    }
+    if (ret) {
+        /* So that the caller's close() sends nothing either. */
+        rnic_tcpr_setint(fd, IPPROTO_TCP, TCP_REPAIR, TCP_REPAIR_ON);
+    }
+    return ret;
+}
+
+int rnic_tcp_repair_restore(const uint8_t *buf, size_t len)
+{
+    int fd = rnic_tcp_repair_rebuild(buf, len), ret;
+
+    if (fd < 0) {
+        return fd;
+    }
+    ret = rnic_tcp_repair_resume(fd, buf, len);
     if (ret) {
         close(fd);
         return ret;

@@ -143,6 +143,16 @@ int rnic_tcp_repair_cancel(int fd);
 int rnic_tcp_repair_restore(const uint8_t *buf, size_t len);
 
 /*
+ * rnic_tcp_repair_restore() in two steps, for several sockets whose other
+ * ends may be among them (a connection between two devices of one VM):
+ * rebuild holds each 4-tuple in repair mode, taking what arrives and
+ * sending nothing; resume (the same blob) then makes each live.  On a
+ * resume error the socket is back in repair mode: close it, silently.
+ */
+int rnic_tcp_repair_rebuild(const uint8_t *buf, size_t len);
+int rnic_tcp_repair_resume(int fd, const uint8_t *buf, size_t len);
+
+/*
  * For logs and docs: the sizes of the queues inside a blob, checked as
  * rnic_tcp_repair_restore() checks it.  @send_len counts the whole send
  * queue, @unsent_len the part of it never sent; any pointer may be NULL.

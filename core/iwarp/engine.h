@@ -197,6 +197,18 @@ uint64_t rnic_ep_tx_fpdus_sent(const struct rnic_ep *ep);
 void rnic_ep_tx_advance(struct rnic_ep *ep, size_t sent);
 
 /*
+ * Moving a live connection with its socket (save.h's format).  Quiet:
+ * every FPDU framed was handed to the socket and no message is half
+ * segmented, no Terminate is due or was exchanged: only then does
+ * rnic_ep_save() hold everything (the socket's queues carry the rest).
+ * rnic_ep_load() is for an endpoint just made with the same parameters
+ * (mulpdu included) on the QP loaded with it, in RTS.
+ */
+bool rnic_ep_tx_quiet(const struct rnic_ep *ep);
+void rnic_ep_save(struct rnic_sv *s, const struct rnic_ep *ep);
+int rnic_ep_load(struct rnic_ld *l, struct rnic_ep *ep);
+
+/*
  * State changes that go through the engine, so that receive-linked STags
  * of flushed receive WRs are forgotten and the transmitter drops work it
  * can no longer finish.  Returns like rnic_qp_modify().

@@ -25,6 +25,7 @@
 #include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "rnic.h"
+#include "device/tcp_repair.h"
 #include "rnic-capture.h"
 #include "trace.h"
 
@@ -100,6 +101,7 @@ RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive)
     s->conns[i] = c;
     g_hash_table_insert(s->conn_ids, GUINT_TO_POINTER(c->id), c);
     c->deadline = rnic_timer_new_ms(s, rnic_conn_deadline, c);
+    c->deadline_left = c->delay_left = -1;
     c->bh = rnic_bh_new(s, rnic_conn_again, c);
     qemu_socket_set_nonblock(fd);
     socket_set_nodelay(fd);
@@ -125,8 +127,11 @@ static void rnic_conn_free(RnicConn *c)
     rnic_capture_closed(c, false);
     rnic_conn_unwait(c);
     rnic_dp_stop(c);
-    rnic_set_fd_handler(s, c->fd, NULL, NULL, NULL);
-    close(c->fd);
+    if (c->fd >= 0) {
+        rnic_set_fd_handler(s, c->fd, NULL, NULL, NULL);
+        close(c->fd);
+    }
+    g_free(c->moved);
     timer_free(c->deadline);
     if (c->delay_timer) {
         timer_free(c->delay_timer);
@@ -387,7 +392,7 @@ void rnic_conn_adopt(RnicConn *c)
 
     rnic_conn_set_state(c, RNIC_CONN_RTS);
     timer_del(c->deadline);
-    if (!rnic_dp_start(c)) {
+    if (!rnic_dp_start(c, 0)) {
         rnic_conn_error(c, ENOMEM, "cannot start the QP's data path");
         return;
     }
@@ -664,7 +669,7 @@ static void rnic_timer_resume(QEMUTimer *t, int64_t left)
  */
 void rnic_conn_freeze(RnicConn *c)
 {
-    if (c->watch_rd || c->watch_wr) {
+    if (c->fd >= 0 && (c->watch_rd || c->watch_wr)) {
         rnic_set_fd_handler(c->s, c->fd, NULL, NULL, NULL);
     }
     c->deadline_left = rnic_timer_pause(c->deadline);
@@ -674,10 +679,114 @@ void rnic_conn_freeze(RnicConn *c)
 
 void rnic_conn_thaw(RnicConn *c)
 {
-    if (c->watch_rd || c->watch_wr) {
+    if (c->fd >= 0 && (c->watch_rd || c->watch_wr)) {
         rnic_set_fd_handler(c->s, c->fd, c->watch_rd, c->watch_wr, c);
     }
     rnic_timer_resume(c->deadline, c->deadline_left);
     rnic_timer_resume(c->delay_timer, c->delay_left);
     qemu_bh_schedule(c->bh);    /* the pump looks once at what waited */
+}
+
+/* ---- a connection that moves with its socket (rnic-migrate.c) ---- */
+
+/*
+ * The stream is quiet to move: what was framed is in the socket (sent
+ * now, while the VM stops, if the socket takes it), no Terminate and no
+ * close under way.
+ */
+bool rnic_conn_quiesce(RnicConn *c)
+{
+    int64_t hold = c->hold_until - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+
+    /* siw-compat-hold-ms: at most that long, then the FPDUs it holds go */
+    if (c->hold_until && hold > 0) {
+        g_usleep(hold * 1000);
+    }
+    c->hold_until = 0;
+    for (int i = 0; i < RNIC_DP_QUIESCE_RUNS; i++) {
+        if (c->state != RNIC_CONN_RTS || !c->ep || c->close_pending ||
+            c->peer_fin) {
+            return false;
+        }
+        if (rnic_ep_tx_quiet(c->ep)) {
+            return true;
+        }
+        if (rnic_dp_tx(c) != RNIC_DP_MORE && !rnic_ep_tx_quiet(c->ep)) {
+            return false;
+        }
+    }
+    return false;
+}
+
+/*
+ * The socket went with the migration, closed in repair mode (the peer
+ * sees nothing): @blob rebuilds it should this VM run again.
+ */
+void rnic_conn_detach(RnicConn *c, uint8_t *blob, size_t len)
+{
+    if (c->watch_rd || c->watch_wr) {
+        rnic_set_fd_handler(c->s, c->fd, NULL, NULL, NULL);
+    }
+    close(c->fd);
+    c->fd = -1;
+    g_free(c->moved);
+    c->moved = blob;
+    c->moved_len = len;
+}
+
+/*
+ * The VM runs: a socket that moved in (rebuilt in repair mode) goes live,
+ * or one that left with a migration that failed comes back.
+ */
+bool rnic_conn_reattach(RnicConn *c)
+{
+    int ret = 0;
+
+    if (c->fd < 0) {
+        ret = c->fd = rnic_tcp_repair_rebuild(c->moved, c->moved_len);
+    }
+    if (c->fd >= 0) {
+        ret = rnic_tcp_repair_resume(c->fd, c->moved, c->moved_len);
+    }
+    g_free(c->moved);
+    c->moved = NULL;
+    if (ret < 0) {
+        trace_rnic_conn_error(c->id, -ret, "socket back from repair");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * A connection that moved in with its socket @fd, rebuilt in repair mode
+ * from @blob (live at thaw): RTS on @qp, the stream where it was (the
+ * caller loads the endpoint).  Nothing runs before thaw.
+ */
+RnicConn *rnic_conn_moved_in(RnicState *s, int fd, const uint8_t *blob,
+                             size_t len, uint32_t id, bool initiator,
+                             bool passive, RnicQp *qp,
+                             const struct rnic_mpa_conn *mpa, uint32_t mulpdu)
+{
+    RnicConn *c = rnic_conn_new(s, fd, initiator, passive);
+
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    g_hash_table_remove(s->conn_ids, GUINT_TO_POINTER(c->id));
+    c->id = id;
+    g_hash_table_insert(s->conn_ids, GUINT_TO_POINTER(c->id), c);
+    c->mpa = *mpa;
+    c->state = RNIC_CONN_RTS;
+    c->qp = qp;
+    qp->conn = c;
+    if (!rnic_dp_start(c, mulpdu)) {
+        rnic_conn_drop(c);
+        return NULL;
+    }
+    c->hold_until = 0;
+    c->watch_rd = rnic_conn_readable;
+    c->moved = g_memdup2(blob, len);
+    c->moved_len = len;
+    return c;
 }

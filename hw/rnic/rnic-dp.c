@@ -107,7 +107,7 @@ static void rnic_dp_srq_limit(RnicConn *c)
  * The QP adopts the MPA connection: from now on the stream is its own.
  * The caller runs the pump once it is done with @c.
  */
-bool rnic_dp_start(RnicConn *c)
+bool rnic_dp_start(RnicConn *c, uint32_t mulpdu)
 {
     RnicState *s = c->s;
     int mss = 0;
@@ -123,6 +123,7 @@ bool rnic_dp_start(RnicConn *c)
         .opaque = c,
         .rx_op_count = s->stats.rx_op,
         .tx_op_count = s->stats.tx_op,
+        .mulpdu = mulpdu,
     };
 
     if (!getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) && mss > 0) {

@@ -24,15 +24,22 @@
  * when its migration completes.
  */
 #include "qemu/osdep.h"
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include "qemu/error-report.h"
 #include "hw/pci/msix.h"
 #include "migration/misc.h"
 #include "migration/vmstate.h"
+#include "device/tcp_repair.h"
 #include "rnic.h"
 #include "trace.h"
 
 /* The objects buffer's own format; the section's version is the VMState's. */
 #define RNIC_MIG_OBJECTS_VERSION   1
+
+/* Unacknowledged bytes waited for before a socket is closed for a move. */
+#define RNIC_MIG_ACK_WAIT_STEPS    20
+#define RNIC_MIG_ACK_WAIT_US       (5 * 1000)
 
 /* A connection the migration cut, reported when the VM runs. */
 typedef struct RnicCut {
@@ -49,6 +56,11 @@ static void rnic_freeze(RnicState *s)
     rnic_db_drain(s, true);     /* doorbells rung before the stop count */
     qemu_bh_cancel(s->cmdq_bh);
     qemu_bh_cancel(s->wq_bh);
+    for (uint32_t i = 0; i < s->max_conns; i++) {
+        if (s->conns[i] && s->params.mig_repair) {
+            rnic_conn_quiesce(s->conns[i]);
+        }
+    }
     s->frozen = true;
     for (uint32_t i = 0; i < s->max_conns; i++) {
         if (s->conns[i]) {
@@ -126,8 +138,12 @@ static void rnic_thaw(RnicState *s)
     if (s->frozen) {
         s->frozen = false;
         for (uint32_t i = 0; i < s->max_conns; i++) {
-            if (s->conns[i]) {
-                rnic_conn_thaw(s->conns[i]);
+            RnicConn *c = s->conns[i];
+
+            if (c && c->moved && !rnic_conn_reattach(c)) {
+                rnic_conn_abort(c);
+            } else if (c) {
+                rnic_conn_thaw(c);
             }
         }
         rnic_listeners_thaw(s);
@@ -284,9 +300,146 @@ static void rnic_qps_save(struct rnic_sv *b, RnicState *s)
     }
 }
 
+
+/* ---- connections that move with their sockets ---- */
+
 static void rnic_addr_save(struct rnic_sv *b, const struct rnic_sockaddr *a)
 {
     rnic_sv_bytes(b, a, sizeof(*a));
+}
+
+
+static void rnic_mpa_save(struct rnic_sv *b, const struct rnic_mpa_conn *m)
+{
+    const struct rnic_mpa_result *r = &m->result;
+    const struct rnic_mpa_frame *f = &m->peer;
+
+    rnic_sv_u8(b, r->rev);
+    rnic_sv_u8(b, r->crc);
+    rnic_sv_u8(b, r->markers_tx);
+    rnic_sv_u8(b, r->markers_rx);
+    rnic_sv_u8(b, r->enhanced);
+    rnic_sv_u16(b, r->ird);
+    rnic_sv_u16(b, r->ord);
+    rnic_sv_u16(b, r->peer_ird);
+    rnic_sv_u16(b, r->peer_ord);
+    rnic_sv_u8(b, r->rtr);
+    rnic_sv_u8(b, f->reply);
+    rnic_sv_u8(b, f->flags);
+    rnic_sv_u8(b, f->rev);
+    rnic_sv_u8(b, f->enhanced);
+    rnic_sv_u16(b, f->ird);
+    rnic_sv_u16(b, f->ord);
+    rnic_sv_u8(b, f->p2p);
+    rnic_sv_u8(b, f->rtr);
+    rnic_sv_u16(b, f->pd_len ? f->pd - f->raw : 0);
+    rnic_sv_u16(b, f->pd_len);
+    rnic_sv_u16(b, f->raw_len);
+    rnic_sv_bytes(b, f->raw, f->raw_len);
+}
+
+static bool rnic_mpa_load(struct rnic_ld *l, struct rnic_mpa_conn *m)
+{
+    struct rnic_mpa_result *r = &m->result;
+    struct rnic_mpa_frame *f = &m->peer;
+    uint16_t pd_off;
+
+    memset(m, 0, sizeof(*m));
+    r->rev = rnic_ld_u8(l);
+    r->crc = rnic_ld_u8(l);
+    r->markers_tx = rnic_ld_u8(l);
+    r->markers_rx = rnic_ld_u8(l);
+    r->enhanced = rnic_ld_u8(l);
+    r->ird = rnic_ld_u16(l);
+    r->ord = rnic_ld_u16(l);
+    r->peer_ird = rnic_ld_u16(l);
+    r->peer_ord = rnic_ld_u16(l);
+    r->rtr = rnic_ld_u8(l);
+    f->reply = rnic_ld_u8(l);
+    f->flags = rnic_ld_u8(l);
+    f->rev = rnic_ld_u8(l);
+    f->enhanced = rnic_ld_u8(l);
+    f->ird = rnic_ld_u16(l);
+    f->ord = rnic_ld_u16(l);
+    f->p2p = rnic_ld_u8(l);
+    f->rtr = rnic_ld_u8(l);
+    pd_off = rnic_ld_u16(l);
+    f->pd_len = rnic_ld_u16(l);
+    f->raw_len = rnic_ld_u16(l);
+    if (l->failed || f->raw_len > sizeof(f->raw) ||
+        pd_off > f->raw_len || f->pd_len > f->raw_len - pd_off ||
+        (r->rev != 1 && r->rev != 2)) {
+        return false;
+    }
+    f->pd = f->pd_len ? f->raw + pd_off : NULL;
+    m->state = RNIC_MPA_DONE;
+    m->initiator = !f->reply;
+    return rnic_ld_bytes(l, f->raw, f->raw_len);
+}
+
+/*
+ * Bytes we sent and the peer has not acknowledged: the peer acknowledges
+ * them soon, and on one host that acknowledgement would meet no socket
+ * (and draw a reset) once the socket is closed for the move.  Waited for,
+ * a little, in the migration's downtime.
+ */
+static void rnic_conn_await_acks(RnicConn *c)
+{
+    for (int i = 0; i < RNIC_MIG_ACK_WAIT_STEPS; i++) {
+        int unacked = 0;
+
+        if (ioctl(c->fd, SIOCOUTQ, &unacked) || unacked == 0) {
+            return;
+        }
+        g_usleep(RNIC_MIG_ACK_WAIT_US);
+    }
+}
+
+/*
+ * A connected QP's stream goes with a live migration when the device may
+ * repair sockets (migrate-connections=repair, CAP_NET_ADMIN) and the
+ * freeze left it quiet: its endpoint and its socket's TCP state are
+ * written, and the socket is closed in repair mode (no FIN, no RST: the
+ * peer sees a pause).  A snapshot (savevm) leaves the connection alone.
+ */
+static void rnic_conn_move_out(struct rnic_sv *b, RnicConn *c)
+{
+    struct rnic_sv ep = { 0 };
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    int ret;
+
+    if (!c->s->params.mig_repair || !migration_is_running() ||
+        c->state != RNIC_CONN_RTS || !c->ep || c->fd < 0 ||
+        c->close_pending || c->peer_fin || !rnic_ep_tx_quiet(c->ep)) {
+        rnic_sv_u8(b, 0);
+        return;
+    }
+    rnic_conn_await_acks(c);
+    ret = rnic_tcp_repair_save(c->fd, &blob, &len);
+    if (ret < 0) {
+        trace_rnic_conn_error(c->id, -ret, "TCP repair: cut instead");
+        rnic_sv_u8(b, 0);
+        return;
+    }
+    rnic_ep_save(&ep, c->ep);
+    rnic_sv_u8(b, 1);
+    rnic_sv_u8(b, c->initiator);
+    rnic_sv_u8(b, c->passive);
+    rnic_sv_u32(b, c->listener_id);
+    rnic_addr_save(b, &c->local);
+    rnic_addr_save(b, &c->peer);
+    rnic_sv_u64(b, c->bytes);
+    rnic_mpa_save(b, &c->mpa);
+    rnic_sv_u32(b, rnic_ep_mulpdu(c->ep));
+    rnic_sv_u32(b, ep.len);
+    rnic_sv_bytes(b, ep.buf, ep.len);
+    rnic_sv_u32(b, len);
+    rnic_sv_bytes(b, blob, len);
+    b->failed |= ep.failed;
+    trace_rnic_mig_move_out(c->id, c->qp->qpn, ep.len, len);
+    rnic_sv_free(&ep);
+    rnic_conn_detach(c, blob, len);
 }
 
 static void rnic_cm_save(struct rnic_sv *b, RnicState *s)
@@ -318,6 +471,7 @@ static void rnic_cm_save(struct rnic_sv *b, RnicState *s)
             rnic_sv_u32(b, c->id);
             rnic_sv_u32(b, c->qp ? c->qp->qpn : 0);
             rnic_sv_u8(b, c->state);
+            rnic_conn_move_out(b, c);
         }
     }
 }
@@ -514,6 +668,67 @@ static bool rnic_qps_load(struct rnic_ld *l, RnicState *s)
     return !l->failed;
 }
 
+/*
+ * A connection that moved with its socket: the socket rebuilt from its
+ * TCP state, the endpoint where it was.  If the socket cannot be rebuilt
+ * here (its address is not this host's, the source still holds it), the
+ * connection is cut as without repair: c->qpn stays set.  false: the
+ * record itself is damaged.
+ */
+static bool rnic_conn_move_in(struct rnic_ld *l, RnicState *s, RnicCut *cut)
+{
+    RnicQp *qp = rnic_dev_qp_get(s, cut->qpn);
+    bool initiator = rnic_ld_u8(l), passive = rnic_ld_u8(l);
+    uint32_t listener_id = rnic_ld_u32(l), mulpdu, len;
+    struct rnic_sockaddr local, peer;
+    struct rnic_mpa_conn mpa;
+    struct rnic_ld epl;
+    const uint8_t *blob;
+    uint64_t bytes;
+    RnicConn *c;
+    int fd;
+
+    rnic_ld_bytes(l, &local, sizeof(local));
+    rnic_ld_bytes(l, &peer, sizeof(peer));
+    bytes = rnic_ld_u64(l);
+    if (!rnic_mpa_load(l, &mpa) || !qp || qp->conn ||
+        qp->core->state != RNIC_QP_RTS || cut->state != RNIC_CONN_RTS ||
+        rnic_conn_get(s, cut->id)) {
+        return false;
+    }
+    mulpdu = rnic_ld_u32(l);
+    len = rnic_ld_count(l, l->len - l->off);
+    rnic_ld_init(&epl, l->buf + l->off, len);
+    l->off += len;
+    len = rnic_ld_count(l, MIN(l->len - l->off, RNIC_TCP_REPAIR_BLOB_MAX));
+    blob = l->buf + l->off;
+    l->off += len;
+    if (l->failed) {
+        return false;
+    }
+    fd = rnic_tcp_repair_rebuild(blob, len);
+    if (fd < 0) {
+        trace_rnic_conn_error(cut->id, -fd, "TCP repair: cut instead");
+        return true;
+    }
+    c = rnic_conn_moved_in(s, fd, blob, len, cut->id, initiator, passive, qp,
+                           &mpa, mulpdu);
+    if (!c) {
+        return true;
+    }
+    c->listener_id = listener_id;
+    c->local = local;
+    c->peer = peer;
+    c->bytes = bytes;
+    if (rnic_ep_load(&epl, c->ep) || epl.off != epl.len) {
+        rnic_conn_drop(c);
+        return false;
+    }
+    trace_rnic_mig_move_in(c->id, qp->qpn);
+    cut->qpn = 0;
+    return true;
+}
+
 static bool rnic_cm_load(struct rnic_ld *l, RnicState *s)
 {
     uint32_t n = rnic_ld_count(l, RNIC_MAX_LISTENERS);
@@ -535,13 +750,20 @@ static bool rnic_cm_load(struct rnic_ld *l, RnicState *s)
     n = rnic_ld_count(l, s->max_conns);
     for (uint32_t k = 0; k < n && !l->failed; k++) {
         RnicCut c = { .id = rnic_ld_u32(l) };
+        bool moved;
 
         c.qpn = rnic_ld_u32(l);
         c.state = rnic_ld_u8(l);
-        if (c.state > RNIC_CONN_FIN_WAIT) {
+        moved = rnic_ld_u8(l);
+        if (c.state > RNIC_CONN_FIN_WAIT || c.id < RNIC_CONN_ID_MIN) {
             return false;
         }
-        g_array_append_val(s->mig_cut, c);
+        if (moved && !rnic_conn_move_in(l, s, &c)) {
+            return false;
+        }
+        if (!moved || c.qpn) {
+            g_array_append_val(s->mig_cut, c);
+        }
     }
     return !l->failed;
 }

@@ -123,6 +123,15 @@ static bool rnic_parse_properties(RnicState *s, Error **errp)
         error_setg(errp, "rnic: mpa-crc must be off, accept or required");
         return false;
     }
+    if (!s->params.mig_conns_str ||
+        !strcmp(s->params.mig_conns_str, "repair")) {
+        s->params.mig_repair = true;
+    } else if (!strcmp(s->params.mig_conns_str, "reset")) {
+        s->params.mig_repair = false;
+    } else {
+        error_setg(errp, "rnic: migrate-connections must be repair or reset");
+        return false;
+    }
     return rnic_parse_rtr(s, errp) && rnic_addr_map_init(s, errp);
 }
 
@@ -356,6 +365,11 @@ static const RnicProp rnic_props[] = {
                        IOThread *),
       "run sockets, MPA, placement and completions in this IOThread "
       "(-object iothread,id=ID); default: the main loop" },
+    { DEFINE_PROP_STRING("migrate-connections", RnicState,
+                         params.mig_conns_str),
+      "what a live migration does with a connected QP: repair (move its "
+      "socket with TCP repair, where the process has CAP_NET_ADMIN; the "
+      "default) or reset (cut it, as a link failure)" },
     { DEFINE_PROP_STRING("addr-map", RnicState, params.addr_map_str),
       "guest addresses to host ones at LISTEN and CONNECT: comma-separated "
       "GUEST/BITS=HOST rules, first match wins, others unchanged (default "

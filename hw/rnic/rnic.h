@@ -230,6 +230,12 @@ struct RnicConn {
     int64_t hold_until;     /* siw-compat-hold-ms: no FPDU before (ms) */
     /* frozen (the VM stopped): ms left on each timer, -1 if unarmed */
     int64_t deadline_left, delay_left;
+    /*
+     * A migration's TCP repair state: the socket left (fd -1), or came in
+     * and waits in repair mode; either way it goes live at thaw.
+     */
+    uint8_t *moved;
+    size_t moved_len;
 };
 
 /*
@@ -251,6 +257,8 @@ typedef struct RnicParams {
     uint32_t siw_hold_ms;           /* siw-compat-hold-ms (rnic-dp.c) */
     bool mpa_markers;
     bool mpa_p2p;                   /* initiator offers RFC 6581 p2p */
+    char *mig_conns_str;            /* migrate-connections */
+    bool mig_repair;                /* repair (else reset) */
     MACAddr mac;                    /* QUERY_DEVICE reports it */
     struct IOThread *iothread;      /* NULL: the main loop */
     /* given as strings; parsed at realize into the field below each */
@@ -458,10 +466,20 @@ void rnic_conns_close_all(RnicState *s);
 void rnic_conn_qp_gone(RnicQp *qp);
 void rnic_conn_freeze(RnicConn *c);
 void rnic_conn_thaw(RnicConn *c);
+/* Pump runs (of RNIC_EP_TX_BATCH_BYTES) to get a stream quiet to move. */
+#define RNIC_DP_QUIESCE_RUNS    16
+bool rnic_conn_quiesce(RnicConn *c);
+void rnic_conn_detach(RnicConn *c, uint8_t *blob, size_t len);
+bool rnic_conn_reattach(RnicConn *c);
+RnicConn *rnic_conn_moved_in(RnicState *s, int fd, const uint8_t *blob,
+                             size_t len, uint32_t id, bool initiator,
+                             bool passive, RnicQp *qp,
+                             const struct rnic_mpa_conn *mpa, uint32_t mulpdu);
 
 /* rnic-dp.c: the data-path pump; frees only the endpoint (rnic_dp_stop) */
 void rnic_dp_init(RnicState *s);
-bool rnic_dp_start(RnicConn *c);
+/* @mulpdu: a moved stream's; 0: from the socket's MSS */
+bool rnic_dp_start(RnicConn *c, uint32_t mulpdu);
 int64_t rnic_dp_delay_end(RnicConn *c);
 void rnic_dp_stop(RnicConn *c);
 RnicVerdict rnic_dp_rx(RnicConn *c);

@@ -159,6 +159,60 @@ static void test_send(void)
     stop_pair(&a, &b);
 }
 
+/*
+ * Live migration of both devices with Sends, a Write and a Read in flight
+ * (migrate-connections=repair, the default): every message arrives whole
+ * and verified, both QPs stay in RTS with no event, the stream goes on.
+ */
+static void test_migrate_mid_stream(void)
+{
+    static const uint32_t sizes[] = { 1, 1000, 40000, 40000, 4096 };
+    struct rnic_sq_wqe w = { .opcode = RNIC_WQE_WRITE, .num_sge = 1 };
+    struct rnic_sq_wqe r = { .opcode = RNIC_WQE_READ, .num_sge = 1 };
+    struct rnic_cq_entry e;
+    struct rnic_event ev;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    qrnic_fill(a.t.qts, a.buf, BUF_SIZE, 7);
+    qrnic_fill(b.t.qts, b.buf, BUF_SIZE, 9);
+    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        struct rnic_sq_wqe s = {
+            .wr_id = cpu_to_le64(0x5000 + i), .opcode = RNIC_WQE_SEND,
+            .num_sge = 1, .sge[0] = qrnic_sge(a.stag, IOVA + 8 * i, sizes[i]),
+        };
+
+        dp_post_recv(&b, 0x6000 + i, 4096 * i, BUF_SIZE - 4096 * i);
+        dp_post_send(&a, &s);
+    }
+    r.wr_id = cpu_to_le64(0x8000);
+    r.sge[0] = qrnic_sge(a.stag, IOVA + 50000, 4000);
+    r.remote_stag = cpu_to_le32(b.stag);
+    r.remote_addr = cpu_to_le64(IOVA + 60000);
+    dp_post_send(&a, &r);
+    w.wr_id = cpu_to_le64(0x7000);
+    w.sge[0] = qrnic_sge(a.stag, IOVA, 30000);
+    w.remote_stag = cpu_to_le32(b.stag);
+    w.remote_addr = cpu_to_le64(IOVA + 32768);
+    dp_post_send(&a, &w);
+    qrnic_test_migrate(&a.t, &b.t);
+    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        dp_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0x5000 + i, &e);
+        dp_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x6000 + i, &e);
+        g_assert_cmpuint(le32_to_cpu(e.byte_len), ==, sizes[i]);
+    }
+    dp_expect_cqe(&a, RNIC_WQE_READ, RNIC_CQE_SUCCESS, 0x8000, &e);
+    check_same(&a, 50000, &b, 60000, 4000);
+    dp_expect_cqe(&a, RNIC_WQE_WRITE, RNIC_CQE_SUCCESS, 0x7000, &e);
+    check_same(&a, 0, &b, 32768, 30000);
+    g_assert_false(qrnic_next_event(&a.t, &ev));
+    g_assert_false(qrnic_next_event(&b.t, &ev));
+    g_assert_cmpuint(qrnic_query_qp_state(&a.t, a.qp.qpn), ==, RNIC_QPS_RTS);
+    g_assert_cmpuint(qrnic_query_qp_state(&b.t, b.qp.qpn), ==, RNIC_QPS_RTS);
+    sends(&a, &b);
+    stop_pair(&a, &b);
+}
+
 /* With CRC32c required by one side, both use it and data is intact. */
 static void test_send_crc(void)
 {
@@ -1151,6 +1205,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qrnic_test_add_both("/rnic/dp/send", test_send);
+    qrnic_test_add_both("/rnic/dp/migrate-mid-stream",
+                        test_migrate_mid_stream);
     qrnic_test_add_both("/rnic/dp/send-crc", test_send_crc);
     qrnic_test_add_both("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
     qrnic_test_add_both("/rnic/dp/fault-drop", test_fault_drop);

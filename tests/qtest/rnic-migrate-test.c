@@ -15,6 +15,7 @@
 #include "libqos/rnic.h"
 
 #define MIG_ALLOW ",listen-allow=127.0.0.1,peer-allow=127.0.0.1"
+#define MIG_RESET ",migrate-connections=reset"
 
 /* The device's "state" property as JSON text. */
 static char *mig_state(QRnic *t, const char *id)
@@ -128,11 +129,12 @@ static void test_migrate_objects(void)
 }
 
 /*
- * Two devices connected to each other move together: the connection does
- * not, so each QP ends in ERROR with its receives flushed and the guest
- * hears CONN_CLOSED (abortive), as after a link failure.
+ * Two devices connected to each other move together, connections cut
+ * (migrate-connections=reset): each QP ends in ERROR with its receives
+ * flushed and the guest hears CONN_CLOSED (abortive), as after a link
+ * failure.  (rnic-dp-test moves a connection with its socket.)
  */
-static void test_migrate_connected(void)
+static void test_migrate_connected_reset(void)
 {
     uint32_t pa, pb, ca, cb, mra, cons = 0;
     uint64_t ra, rb, bufa;
@@ -142,7 +144,7 @@ static void test_migrate_connected(void)
     QRnic a, b;
     struct rnic_rq_wqe w;
 
-    qrnic_test_start_pair(&a, &b, MIG_ALLOW, MIG_ALLOW);
+    qrnic_test_start_pair(&a, &b, MIG_ALLOW MIG_RESET, MIG_ALLOW MIG_RESET);
     qrnic_test_enable(&a);
     qrnic_test_enable(&b);
     pa = qrnic_create_pd(&a);
@@ -182,6 +184,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qrnic_test_add_both("/rnic/migrate/objects", test_migrate_objects);
-    qrnic_test_add_both("/rnic/migrate/connected", test_migrate_connected);
+    qrnic_test_add_both("/rnic/migrate/connected-reset",
+                        test_migrate_connected_reset);
     return g_test_run();
 }
