@@ -70,7 +70,11 @@ static void frx_save(struct rnic_sv *s, const struct rnic_fpdu_rx *rx)
     rnic_sv_bytes(s, rx->buf, frx_held(rx));
 }
 
-/* Every count against the phase it belongs to and the buffer's room. */
+/*
+ * Every count against the phase it belongs to and the buffer's room; a
+ * marker being received is not yet whole (its next octet goes to
+ * marker[marker_got]).
+ */
 static bool frx_load(struct rnic_ld *l, struct rnic_fpdu_rx *rx)
 {
     size_t limit;
@@ -105,6 +109,7 @@ static bool frx_load(struct rnic_ld *l, struct rnic_fpdu_rx *rx)
     }
     if (l->failed || rx->body_len > rx->cap || rx->got > limit ||
         rx->marker_got > sizeof(rx->marker) ||
+        (rx->in_marker && rx->marker_got == sizeof(rx->marker)) ||
         (rx->marker_got && !rx->markers)) {
         return false;
     }

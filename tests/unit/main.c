@@ -29,6 +29,7 @@ int main(void)
         capture_suite,
         tcp_repair_suite,
         save_suite,
+        engine_save_suite,
     };
     SRunner *sr = srunner_create(NULL);
     int failed;

@@ -24,5 +24,6 @@ Suite *addr_map_suite(void);
 Suite *capture_suite(void);
 Suite *tcp_repair_suite(void);
 Suite *save_suite(void);
+Suite *engine_save_suite(void);
 
 #endif
