@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# make bench-guest (not in make check nor make e2e: about 13 minutes):
+# make bench-guest (not in make check nor make e2e: about 12 minutes):
 # the device as a guest sees it.  In one run, one pair after the other on
 # the same TCG settings, the same perftest programs with -R and -D (each
 # runs BENCH_DUR seconds, default 10, so that the guest clock's granularity
