@@ -304,6 +304,7 @@ static bool rnic_listener_bind(RnicListener *l)
     qemu_socket_set_nonblock(fd);
     l->fd = fd;
     rnic_fd_names(fd, &l->local, NULL);
+    rnic_cpr_keep(l->s->cpr_listeners, l - l->s->listeners, fd);
     return true;
 }
 
@@ -385,6 +386,7 @@ static void rnic_listener_close(RnicListener *l)
     }
     if (l->fd >= 0) {
         rnic_set_fd_handler(l->s, l->fd, NULL, NULL, NULL);
+        rnic_cpr_drop(s->cpr_listeners, l - s->listeners);
         close(l->fd);
     }
     timer_free(l->retry);
@@ -815,7 +817,11 @@ void rnic_listener_restore(RnicState *s, uint32_t id,
     l->waiting = 0;
     l->watched = false;
     l->retry = rnic_timer_new_ms(s, rnic_listener_retry, l);
-    if (!rnic_listener_bind(l)) {
+    /* cpr-transfer handed the listening socket over */
+    l->fd = rnic_cpr_take(s->cpr_listeners, id - 1);
+    if (l->fd >= 0) {
+        rnic_cpr_keep(s->cpr_listeners, id - 1, l->fd);
+    } else if (!rnic_listener_bind(l)) {
         timer_mod(l->retry, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
                   RNIC_LISTEN_RETRY_MS);
     }
@@ -830,6 +836,7 @@ void rnic_listeners_unbind(RnicState *s)
 
         if (l->id && l->fd >= 0) {
             rnic_set_fd_handler(s, l->fd, NULL, NULL, NULL);
+            rnic_cpr_drop(s->cpr_listeners, i);
             close(l->fd);
             l->fd = -1;
             l->watched = false;

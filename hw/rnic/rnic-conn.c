@@ -97,6 +97,7 @@ RnicConn *rnic_conn_new(RnicState *s, int fd, bool initiator, bool passive)
     c->passive = passive;
     s->passive_conns += passive;
     c->id = rnic_conn_new_id(s);
+    rnic_cpr_keep(s->cpr_conns, c->id, fd);
     c->slot = i;
     s->conns[i] = c;
     g_hash_table_insert(s->conn_ids, GUINT_TO_POINTER(c->id), c);
@@ -129,6 +130,7 @@ static void rnic_conn_free(RnicConn *c)
     rnic_dp_stop(c);
     if (c->fd >= 0) {
         rnic_set_fd_handler(s, c->fd, NULL, NULL, NULL);
+        rnic_cpr_drop(s->cpr_conns, c->id);
         close(c->fd);
     }
     g_free(c->moved);
@@ -727,6 +729,7 @@ void rnic_conn_detach(RnicConn *c, uint8_t *blob, size_t len)
     if (c->watch_rd || c->watch_wr) {
         rnic_set_fd_handler(c->s, c->fd, NULL, NULL, NULL);
     }
+    rnic_cpr_drop(c->s->cpr_conns, c->id);
     close(c->fd);
     c->fd = -1;
     g_free(c->moved);
@@ -744,6 +747,9 @@ bool rnic_conn_reattach(RnicConn *c)
 
     if (c->fd < 0) {
         ret = c->fd = rnic_tcp_repair_rebuild(c->moved, c->moved_len);
+        if (c->fd >= 0) {
+            rnic_cpr_keep(c->s->cpr_conns, c->id, c->fd);
+        }
     }
     if (c->fd >= 0) {
         ret = rnic_tcp_repair_resume(c->fd, c->moved, c->moved_len);
@@ -758,9 +764,10 @@ bool rnic_conn_reattach(RnicConn *c)
 }
 
 /*
- * A connection that moved in with its socket @fd, rebuilt in repair mode
- * from @blob (live at thaw): RTS on @qp, the stream where it was (the
- * caller loads the endpoint).  Nothing runs before thaw.
+ * A connection that moved in with its socket @fd: rebuilt in repair mode
+ * from @blob (live at thaw), or handed over live by cpr-transfer (@blob
+ * NULL).  RTS on @qp, the stream where it was (the caller loads the
+ * endpoint).  Nothing runs before thaw.
  */
 RnicConn *rnic_conn_moved_in(RnicState *s, int fd, const uint8_t *blob,
                              size_t len, uint32_t id, bool initiator,
@@ -774,8 +781,10 @@ RnicConn *rnic_conn_moved_in(RnicState *s, int fd, const uint8_t *blob,
         return NULL;
     }
     g_hash_table_remove(s->conn_ids, GUINT_TO_POINTER(c->id));
+    rnic_cpr_drop(s->cpr_conns, c->id);
     c->id = id;
     g_hash_table_insert(s->conn_ids, GUINT_TO_POINTER(c->id), c);
+    rnic_cpr_keep(s->cpr_conns, c->id, fd);
     c->mpa = *mpa;
     c->state = RNIC_CONN_RTS;
     c->qp = qp;
@@ -786,7 +795,7 @@ RnicConn *rnic_conn_moved_in(RnicState *s, int fd, const uint8_t *blob,
     }
     c->hold_until = 0;
     c->watch_rd = rnic_conn_readable;
-    c->moved = g_memdup2(blob, len);
+    c->moved = blob ? g_memdup2(blob, len) : NULL;
     c->moved_len = len;
     return c;
 }

@@ -28,6 +28,9 @@
 #include <linux/sockios.h>
 #include "qemu/error-report.h"
 #include "hw/pci/msix.h"
+#include "qapi/qapi-types-migration.h"
+#include "migration/client-options.h"
+#include "migration/cpr.h"
 #include "migration/misc.h"
 #include "migration/vmstate.h"
 #include "device/tcp_repair.h"
@@ -184,8 +187,32 @@ static int rnic_mig_event(NotifierWithReturn *n, MigrationEvent *e,
     return 0;
 }
 
+void rnic_cpr_keep(const char *name, uint32_t id, int fd)
+{
+    cpr_save_fd(name, id, fd);
+}
+
+void rnic_cpr_drop(const char *name, uint32_t id)
+{
+    cpr_delete_fd(name, id);
+}
+
+int rnic_cpr_take(const char *name, uint32_t id)
+{
+    int fd = cpr_find_fd(name, id);
+
+    if (fd >= 0) {
+        cpr_delete_fd(name, id);
+    }
+    return fd;
+}
+
 void rnic_migrate_init(RnicState *s)
 {
+    g_autofree char *path = object_get_canonical_path(OBJECT(s));
+
+    s->cpr_conns = g_strdup_printf("rnic-conn:%s", path);
+    s->cpr_listeners = g_strdup_printf("rnic-listener:%s", path);
     s->frozen = !runstate_is_running();
     s->mig_cut = g_array_new(false, true, sizeof(RnicCut));
     s->vmse = qemu_add_vm_change_state_handler(rnic_vm_state, s);
@@ -395,35 +422,54 @@ static void rnic_conn_await_acks(RnicConn *c)
     }
 }
 
+/* How a connection's socket goes with a migration (its record's mark). */
+enum {
+    RNIC_MOVE_NONE,         /* cut: reported as a link failure */
+    RNIC_MOVE_REPAIR,       /* its TCP state in the stream (TCP repair) */
+    RNIC_MOVE_CPR,          /* the socket itself, handed over (cpr-transfer) */
+};
+
+/* Whether @c's stream may go with this migration, and how. */
+static int rnic_conn_move_kind(RnicConn *c)
+{
+    if (!c->s->params.mig_repair || !migration_is_running() ||
+        c->state != RNIC_CONN_RTS || !c->ep || c->fd < 0 ||
+        c->close_pending || c->peer_fin || !rnic_ep_tx_quiet(c->ep)) {
+        return RNIC_MOVE_NONE;
+    }
+    return migrate_mode() == MIG_MODE_CPR_TRANSFER ? RNIC_MOVE_CPR
+                                                   : RNIC_MOVE_REPAIR;
+}
+
 /*
- * A connected QP's stream goes with a live migration when the device may
- * repair sockets (migrate-connections=repair, CAP_NET_ADMIN) and the
- * freeze left it quiet: its endpoint and its socket's TCP state are
- * written, and the socket is closed in repair mode (no FIN, no RST: the
- * peer sees a pause).  A snapshot (savevm) leaves the connection alone.
+ * A connected QP's stream goes with a live migration when the freeze left
+ * it quiet and migrate-connections=repair: its endpoint is written, and
+ * either the socket's TCP state, the socket then closed in repair mode
+ * (no FIN, no RST: the peer sees a pause), or with cpr-transfer nothing:
+ * the new QEMU gets the socket itself.  A snapshot (savevm) leaves the
+ * connection alone.
  */
 static void rnic_conn_move_out(struct rnic_sv *b, RnicConn *c)
 {
+    int kind = rnic_conn_move_kind(c);
     struct rnic_sv ep = { 0 };
     uint8_t *blob = NULL;
     size_t len = 0;
     int ret;
 
-    if (!c->s->params.mig_repair || !migration_is_running() ||
-        c->state != RNIC_CONN_RTS || !c->ep || c->fd < 0 ||
-        c->close_pending || c->peer_fin || !rnic_ep_tx_quiet(c->ep)) {
-        rnic_sv_u8(b, 0);
-        return;
+    if (kind == RNIC_MOVE_REPAIR) {
+        rnic_conn_await_acks(c);
+        ret = rnic_tcp_repair_save(c->fd, &blob, &len);
+        if (ret < 0) {
+            trace_rnic_conn_error(c->id, -ret, "TCP repair: cut instead");
+            kind = RNIC_MOVE_NONE;
+        }
     }
-    rnic_conn_await_acks(c);
-    ret = rnic_tcp_repair_save(c->fd, &blob, &len);
-    if (ret < 0) {
-        trace_rnic_conn_error(c->id, -ret, "TCP repair: cut instead");
-        rnic_sv_u8(b, 0);
+    rnic_sv_u8(b, kind);
+    if (kind == RNIC_MOVE_NONE) {
         return;
     }
     rnic_ep_save(&ep, c->ep);
-    rnic_sv_u8(b, 1);
     rnic_sv_u8(b, c->initiator);
     rnic_sv_u8(b, c->passive);
     rnic_sv_u32(b, c->listener_id);
@@ -437,9 +483,11 @@ static void rnic_conn_move_out(struct rnic_sv *b, RnicConn *c)
     rnic_sv_u32(b, len);
     rnic_sv_bytes(b, blob, len);
     b->failed |= ep.failed;
-    trace_rnic_mig_move_out(c->id, c->qp->qpn, ep.len, len);
+    trace_rnic_mig_move_out(c->id, c->qp->qpn, kind, ep.len, len);
     rnic_sv_free(&ep);
-    rnic_conn_detach(c, blob, len);
+    if (kind == RNIC_MOVE_REPAIR) {
+        rnic_conn_detach(c, blob, len);
+    }
 }
 
 static void rnic_cm_save(struct rnic_sv *b, RnicState *s)
@@ -675,7 +723,8 @@ static bool rnic_qps_load(struct rnic_ld *l, RnicState *s)
  * connection is cut as without repair: c->qpn stays set.  false: the
  * record itself is damaged.
  */
-static bool rnic_conn_move_in(struct rnic_ld *l, RnicState *s, RnicCut *cut)
+static bool rnic_conn_move_in(struct rnic_ld *l, RnicState *s, RnicCut *cut,
+                              int kind)
 {
     RnicQp *qp = rnic_dev_qp_get(s, cut->qpn);
     bool initiator = rnic_ld_u8(l), passive = rnic_ld_u8(l);
@@ -706,9 +755,14 @@ static bool rnic_conn_move_in(struct rnic_ld *l, RnicState *s, RnicCut *cut)
     if (l->failed) {
         return false;
     }
-    fd = rnic_tcp_repair_rebuild(blob, len);
+    if (kind == RNIC_MOVE_CPR) {
+        fd = rnic_cpr_take(s->cpr_conns, cut->id);
+        blob = NULL;
+    } else {
+        fd = rnic_tcp_repair_rebuild(blob, len);
+    }
     if (fd < 0) {
-        trace_rnic_conn_error(cut->id, -fd, "TCP repair: cut instead");
+        trace_rnic_conn_error(cut->id, -fd, "socket not moved: cut instead");
         return true;
     }
     c = rnic_conn_moved_in(s, fd, blob, len, cut->id, initiator, passive, qp,
@@ -750,20 +804,30 @@ static bool rnic_cm_load(struct rnic_ld *l, RnicState *s)
     n = rnic_ld_count(l, s->max_conns);
     for (uint32_t k = 0; k < n && !l->failed; k++) {
         RnicCut c = { .id = rnic_ld_u32(l) };
-        bool moved;
+        int kind, fd;
 
         c.qpn = rnic_ld_u32(l);
         c.state = rnic_ld_u8(l);
-        moved = rnic_ld_u8(l);
-        if (c.state > RNIC_CONN_FIN_WAIT || c.id < RNIC_CONN_ID_MIN) {
+        kind = rnic_ld_u8(l);
+        if (c.state > RNIC_CONN_FIN_WAIT || c.id < RNIC_CONN_ID_MIN ||
+            kind > RNIC_MOVE_CPR) {
             return false;
         }
-        if (moved && !rnic_conn_move_in(l, s, &c)) {
+        if (kind != RNIC_MOVE_NONE && !rnic_conn_move_in(l, s, &c, kind)) {
             return false;
         }
-        if (!moved || c.qpn) {
-            g_array_append_val(s->mig_cut, c);
+        if (kind != RNIC_MOVE_NONE && !c.qpn) {
+            continue;       /* moved in */
         }
+        /* a cut one's socket cpr-transfer handed over: reset when let go */
+        fd = rnic_cpr_take(s->cpr_conns, c.id);
+        if (fd >= 0) {
+            setsockopt(fd, SOL_SOCKET, SO_LINGER,
+                       &(struct linger) { .l_onoff = 1 },
+                       sizeof(struct linger));
+            close(fd);
+        }
+        g_array_append_val(s->mig_cut, c);
     }
     return !l->failed;
 }

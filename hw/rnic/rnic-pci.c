@@ -465,6 +465,9 @@ static void rnic_class_init(ObjectClass *klass, void *data)
 
 static void rnic_instance_finalize(Object *obj)
 {
+    /* the sockets kept for cpr-transfer are closed by now */
+    g_free(RNIC(obj)->cpr_conns);
+    g_free(RNIC(obj)->cpr_listeners);
     rnic_capture_fini(RNIC(obj));
     rnic_thread_fini(RNIC(obj));
     rnic_stats_fini(RNIC(obj));

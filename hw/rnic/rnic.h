@@ -347,6 +347,8 @@ struct RnicState {
     uint8_t *mig_objects;   /* the objects' bytes while saving or loading */
     uint32_t mig_objects_len;
     bool mig_loaded;        /* thaw serves what a load brought */
+    /* cpr-transfer: the names this device's sockets are kept under */
+    char *cpr_conns, *cpr_listeners;
     GArray *mig_cut;        /* RnicCut: connections a migration cut */
 
     /* capture (rnic-capture.c): the writer, NULL while off */
@@ -506,6 +508,14 @@ void rnic_capture_fini(RnicState *s);
 extern const VMStateDescription rnic_vmstate;
 void rnic_migrate_init(RnicState *s);
 void rnic_migrate_fini(RnicState *s);
+/*
+ * cpr-transfer hands every socket the device holds to the new QEMU: each
+ * is kept under (@name, @id) from its making to its closing; a new QEMU
+ * takes the one it finds (-1: none).
+ */
+void rnic_cpr_keep(const char *name, uint32_t id, int fd);
+void rnic_cpr_drop(const char *name, uint32_t id);
+int rnic_cpr_take(const char *name, uint32_t id);
 
 /* rnic-state.c */
 void rnic_state_init(RnicState *s);

@@ -4,14 +4,16 @@
 # Live migration of an rnic guest (docs/spec.md "Migration"), on one host:
 # the client guest (-device rnic) is migrated to a second QEMU (-incoming
 # unix:) in the middle of rping -v -V -C 2000 against a server guest.
-#   rnic-migrate.sh [repair|reset] [rnic|siw]
-# MODE is the client's migrate-connections (default repair); the server
-# is a second rnic guest (default) or a siw guest (virtio-net, reached
-# through slirp).
+#   rnic-migrate.sh [repair|reset|cpr] [rnic|siw]
+# MODE is the client's migrate-connections (default repair), or cpr: the
+# migration is QEMU's cpr-transfer mode (guest RAM in a shared memfd, a
+# second channel that hands the device's sockets to the new QEMU); the
+# server is a second rnic guest (default) or a siw guest (virtio-net,
+# reached through slirp).
 #   1. rping -V -C 20 before: every ping verified.
 #   2. rping -V -C 2000; after its tenth ping the host migrates the client
-#      and quits the source.  repair: the connection moves with its
-#      socket and the rping goes on to its 2000th ping, every ping
+#      and quits the source.  repair and cpr: the connection moves with
+#      its socket and the rping goes on to its 2000th ping, every ping
 #      verified, status 0 on both sides.  reset: the move cuts it (as a
 #      link failure); it ends with no ping that failed verification.
 #   3. the host tells the moved guest to go on (a line on its second
@@ -50,7 +52,7 @@ if [ "$role" != client ]; then
     echo "rping server across the move: status $rc, $(grep -c 'ping data' /tmp/move.out) pings"
     cat /tmp/move.err
     e2e_check rping-move-verified sh -c '! grep -i -e mismatch -e invalid /tmp/move.out /tmp/move.err'
-    if [ "$mode" = repair ]; then
+    if [ "$mode" != reset ]; then
         e2e_check rping-move-status test $rc -eq 0
         e2e_rping_count /tmp/move.out 'server ping data: rdma-ping-' rping-move $count
     fi
@@ -81,7 +83,7 @@ rc=$?
 echo "status $rc, $(grep -c 'ping data' /tmp/move.out) pings"
 cat /tmp/move.err
 e2e_check rping-move-verified sh -c '! grep -i -e mismatch -e invalid /tmp/move.out /tmp/move.err'
-if [ "$mode" = repair ]; then
+if [ "$mode" != reset ]; then
     e2e_check rping-move-status test $rc -eq 0
     e2e_rping_count /tmp/move.out '^ping data: rdma-ping-' rping-move $count
 fi
@@ -121,7 +123,14 @@ else
         -device "$dev"
     cargs="e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args"
 fi
-client=(-device "$dev,migrate-connections=$mode" -trace 'rnic_mig_*')
+conns=$mode
+[ "$mode" != cpr ] || conns=repair
+client=(-device "$dev,migrate-connections=$conns" -trace 'rnic_mig_*')
+if [ "$mode" = cpr ]; then
+    # cpr-transfer: guest RAM the new QEMU maps in place
+    client+=(-machine memory-backend=ram0,aux-ram-share=on
+             -object memory-backend-memfd,id=ram0,size=512M,share=on)
+fi
 # shellcheck disable=SC2086,SC2046
 e2e_guest_start "$name-client" "$initrd" "$cargs" $rnic_io "${client[@]}" \
     $(ctl src)
@@ -129,11 +138,23 @@ e2e_guest_start "$name-client" "$initrd" "$cargs" $rnic_io "${client[@]}" \
 rc=0
 e2e_wait_marker "$name-client" E2E-MIGRATE-READY 600
 # shellcheck disable=SC2086,SC2046
+incoming=(-incoming "unix:$run/mig.sock")
+channels="[{\"channel-type\": \"main\", \"addr\": {\"transport\": \"socket\", \"type\": \"unix\", \"path\": \"$run/mig.sock\"}}"
+if [ "$mode" = cpr ]; then
+    cpr="{\"channel-type\": \"cpr\", \"addr\": {\"transport\": \"socket\", \"type\": \"unix\", \"path\": \"$run/cpr.sock\"}}"
+    incoming+=(-incoming "$cpr")
+    channels+=", $cpr"
+fi
+# shellcheck disable=SC2086,SC2046
 e2e_guest_start "$name-moved" "$initrd" "$cargs" $rnic_io "${client[@]}" \
-    $(ctl dst) -incoming "unix:$run/mig.sock"
-for _ in $(seq 100); do [ -S "$run/mig.sock" ] && break; sleep 0.1; done
+    $(ctl dst) "${incoming[@]}"
+sock=$run/mig.sock
+[ "$mode" != cpr ] || sock=$run/cpr.sock
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 qmp() { python3 "$E2E_LIB/qmp.py" "$run/$1-qmp.sock" "${@:2}"; }
-qmp src migrate "{\"uri\": \"unix:$run/mig.sock\"}" >/dev/null
+[ "$mode" != cpr ] ||
+    qmp src migrate-set-parameters '{"mode": "cpr-transfer"}' >/dev/null
+qmp src migrate "{\"channels\": $channels]}" >/dev/null
 info=$(qmp src --wait query-migrate status completed 300) || rc=1
 python3 - "$info" <<'EOF' >&2 || true
 import json, sys

@@ -15,8 +15,18 @@ import time
 
 class Qmp:
     def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(path)
+        # a new QEMU of cpr-transfer opens its monitor late: wait for it
+        end = time.monotonic() + 60
+        while True:
+            self.sock = socket.socket(socket.AF_UNIX)
+            try:
+                self.sock.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                self.sock.close()
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.1)
         self.file = self.sock.makefile("rw")
         self._read()                            # the greeting
         self.run("qmp_capabilities")
