@@ -185,28 +185,44 @@ const char *rnic_qpn_lookup_str(enum rnic_qpn_lookup result)
 /* ---- migration (save.h) ---- */
 
 /*
- * Each number's state and its timewait expiry (on the caller's clock,
- * which for the device is the guest's and moves with it), then the free
- * and the timewait lists in their order.
+ * The numbers in use (live, or in timewait with their expiry on the
+ * caller's clock, which for the device is the guest's and moves with it),
+ * then the free and the timewait lists in their order, as runs of
+ * consecutive numbers: a free list is mostly one run, so a table of
+ * 65535 numbers takes a few bytes, not 9 a number.
  */
 void rnic_qpn_table_save(struct rnic_sv *s, const struct rnic_qpn_table *t)
 {
     const struct rnic_qpn_list *lists[] = { &t->free, &t->timewait };
+    uint32_t used = 0;
 
     rnic_sv_u32(s, t->max);
     for (uint32_t qpn = 1; qpn < t->max; qpn++) {
-        rnic_sv_u8(s, t->e[qpn].state);
-        rnic_sv_u64(s, t->e[qpn].expires);
+        used += t->e[qpn].state != QPN_FREE;
+    }
+    rnic_sv_u32(s, used);
+    for (uint32_t qpn = 1; qpn < t->max; qpn++) {
+        if (t->e[qpn].state != QPN_FREE) {
+            rnic_sv_u32(s, qpn);
+            rnic_sv_u8(s, t->e[qpn].state);
+            rnic_sv_u64(s, t->e[qpn].expires);
+        }
     }
     for (int k = 0; k < 2; k++) {
-        uint32_t n = 0;
+        uint32_t runs = 0;
 
         for (uint32_t q = lists[k]->head; q; q = t->e[q].next) {
-            n++;
+            runs += t->e[q].next != q + 1;
         }
-        rnic_sv_u32(s, n);
+        rnic_sv_u32(s, runs);
         for (uint32_t q = lists[k]->head; q; q = t->e[q].next) {
-            rnic_sv_u32(s, q);
+            uint32_t first = q;
+
+            while (t->e[q].next == q + 1) {
+                q++;
+            }
+            rnic_sv_u32(s, first);
+            rnic_sv_u32(s, q - first + 1);
         }
     }
 }
@@ -216,24 +232,30 @@ static bool rnic_qpn_list_load(struct rnic_ld *l, struct rnic_qpn_table *t,
                                struct rnic_qpn_list *list, uint8_t state,
                                bool *listed)
 {
-    uint32_t n = rnic_ld_count(l, t->max - 1);
+    uint32_t runs = rnic_ld_count(l, t->max - 1);
 
     *list = (struct rnic_qpn_list) { 0 };
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t qpn = rnic_ld_u32(l);
+    for (uint32_t r = 0; r < runs; r++) {
+        uint32_t first = rnic_ld_u32(l), n = rnic_ld_u32(l);
 
-        if (l->failed || qpn == 0 || qpn >= t->max ||
-            t->e[qpn].state != state || listed[qpn]) {
+        if (l->failed || first == 0 || first >= t->max || n == 0 ||
+            n > t->max - first) {
             return false;
         }
-        listed[qpn] = true;
-        rnic_qpn_append(t, list, qpn);
+        for (uint32_t qpn = first; qpn < first + n; qpn++) {
+            if (t->e[qpn].state != state || listed[qpn]) {
+                return false;
+            }
+            listed[qpn] = true;
+            rnic_qpn_append(t, list, qpn);
+        }
     }
     return true;
 }
 
 int rnic_qpn_table_load(struct rnic_ld *l, struct rnic_qpn_table *t)
 {
+    uint32_t used;
     bool *listed;
     bool ok;
 
@@ -241,12 +263,21 @@ int rnic_qpn_table_load(struct rnic_ld *l, struct rnic_qpn_table *t)
         return -EINVAL;
     }
     for (uint32_t qpn = 1; qpn < t->max; qpn++) {
-        /* one read a statement: initializers have no order */
-        t->e[qpn] = (struct rnic_qpn_entry) { .state = rnic_ld_u8(l) };
-        t->e[qpn].expires = rnic_ld_u64(l);
-        if (t->e[qpn].state > QPN_TIMEWAIT) {
+        t->e[qpn] = (struct rnic_qpn_entry) { .state = QPN_FREE };
+    }
+    used = rnic_ld_count(l, t->max - 1);
+    for (uint32_t i = 0; i < used; i++) {
+        uint32_t qpn = rnic_ld_u32(l);
+        uint8_t state = rnic_ld_u8(l);
+        uint64_t expires = rnic_ld_u64(l);
+
+        if (l->failed || qpn == 0 || qpn >= t->max ||
+            t->e[qpn].state != QPN_FREE ||
+            (state != QPN_LIVE && state != QPN_TIMEWAIT)) {
             return -EINVAL;
         }
+        t->e[qpn].state = state;
+        t->e[qpn].expires = expires;
     }
     listed = calloc(t->max, sizeof(*listed));
     if (!listed) {

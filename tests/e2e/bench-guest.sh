@@ -77,6 +77,14 @@ rm -f "$fio-rnic-host.log" "$fio-siw-host.log"
 E2E_NAME=bench-nvmeof-fio E2E_FIO_DUR=$dur \
     bash "$E2E_TOP/tests/e2e/nvmeof-fio.sh" rnic siw || rc=1
 
+# Live migration of a guest with one connected QP (rping running): the
+# downtime QMP reports, and what moved for the QP (its stream state, and
+# with TCP repair the socket's state), for each way a connection moves.
+for m in repair cpr; do
+    E2E_NAME=bench-migrate-$m bash "$E2E_TOP/tests/e2e/rnic-migrate.sh" \
+        "$m" rnic >"$out/migrate-$m.txt" 2>&1 || rc=1
+done
+
 echo "bench-guest: perftest -R -D $dur; MB = 2^20 bytes; send-lat is perftest's t_avg (half the round trip); io: rnic with iothread="
 echo "bench-guest: nvme-*: fio over NVMe-oF, $dur s a job; p99: 99th percentile of completion latency"
 python3 "$E2E_LIB/perf-table.py" "$out/tcp.txt" "$dur" \
@@ -86,5 +94,8 @@ python3 "$E2E_LIB/perf-table.py" "$out/tcp.txt" "$dur" \
     "io-prio=$E2E_LOGS/bench-rnic-io-prio-client.log:$out/cpu-rnic-io-prio.txt" \
     "siw=$E2E_LOGS/bench-siw-siw-client.log:$out/cpu-siw.txt" \
     --fio "rnic=$fio-rnic-host.log" --fio "siw=$fio-siw-host.log" || rc=1
+for m in repair cpr; do
+    python3 "$E2E_LIB/migrate-figures.py" "$m" "$out/migrate-$m.txt" || rc=1
+done
 echo "bench-guest: load at end: $(uptime)"
 exit "$rc"

@@ -4,12 +4,15 @@
 # Live migration of an rnic guest (docs/spec.md "Migration"), on one host:
 # the client guest (-device rnic) is migrated to a second QEMU (-incoming
 # unix:) in the middle of rping -v -V -C 2000 against a server guest.
-#   rnic-migrate.sh [repair|reset|cpr] [rnic|siw]
-# MODE is the client's migrate-connections (default repair), or cpr: the
-# migration is QEMU's cpr-transfer mode (guest RAM in a shared memfd, a
-# second channel that hands the device's sockets to the new QEMU); the
-# server is a second rnic guest (default) or a siw guest (virtio-net,
-# reached through slirp).
+#   rnic-migrate.sh [repair|reset|cpr|snapshot [rnic|siw]]
+# MODE is the client's migrate-connections (repair or reset); or cpr:
+# the migration is QEMU's cpr-transfer mode (guest RAM in a shared memfd,
+# a second channel that hands the device's sockets to the new QEMU); or
+# snapshot: `migrate file:` and a new QEMU with `-incoming file:` once the
+# old one has quit, connections cut (reset).  The server is a second rnic
+# guest (default) or a siw guest (virtio-net, reached through slirp).
+# Without arguments, each of repair, cpr (against rnic and siw), reset and
+# snapshot in turn.
 #   1. rping -V -C 20 before: every ping verified.
 #   2. rping -V -C 2000; after its tenth ping the host migrates the client
 #      and quits the source.  repair and cpr: the connection moves with
@@ -24,7 +27,17 @@
 E2E_TIMEOUT=${E2E_TIMEOUT:-600}
 . "$(dirname "$0")/lib/e2e.sh"
 
-mode=${1:-repair}
+# Without arguments (make e2e): every mode against both peers.
+if [ $# -eq 0 ]; then
+    rc=0
+    for v in "repair rnic" "repair siw" "cpr rnic" "cpr siw" "reset rnic" \
+             "snapshot rnic"; do
+        # shellcheck disable=SC2086
+        "$0" $v || rc=1
+    done
+    exit "$rc"
+fi
+mode=$1
 peer=${2:-rnic}
 name=${E2E_NAME:-rnic-migrate-$mode-$peer}
 e2e_prep
@@ -105,12 +118,15 @@ rm -f "$run"/*.sock
 # the guest's second serial port: the host's word that the move is over
 ctl() { echo "-chardev socket,id=ctl,path=$run/$1-ctl.sock,server=on,wait=off -device isa-serial,chardev=ctl -qmp unix:$run/$1-qmp.sock,server=on,wait=off"; }
 
-args="e2e.port=$port e2e.mode=$mode"
+# what becomes of the connections: cpr moves them, a snapshot cuts them
+conns=$mode
+case $mode in cpr) conns=repair ;; snapshot) conns=reset ;; esac
+args="e2e.port=$port e2e.mode=$conns"
 if [ "$peer" = siw ]; then
     # the siw guest on slirp: the client's rnic reaches it at 127.0.2.15
     sport=$(e2e_free_ports 1)
     dev="rnic,id=rnic0,peer-allow=127.0.2.15:$sport"
-    args="e2e.port=$sport e2e.mode=$mode"
+    args="e2e.port=$sport e2e.mode=$conns"
     e2e_guest_start "$name-server" "$siw_initrd" \
         "e2e.role=siw e2e.ip=10.0.2.15 $args" \
         -netdev "user,id=n0,hostfwd=tcp:127.0.2.15:$sport-10.0.2.15:$sport" \
@@ -123,8 +139,6 @@ else
         -device "$dev"
     cargs="e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args"
 fi
-conns=$mode
-[ "$mode" != cpr ] || conns=repair
 client=(-device "$dev,migrate-connections=$conns" -trace 'rnic_mig_*')
 if [ "$mode" = cpr ]; then
     # cpr-transfer: guest RAM the new QEMU maps in place
@@ -145,13 +159,23 @@ if [ "$mode" = cpr ]; then
     incoming+=(-incoming "$cpr")
     channels+=", $cpr"
 fi
-# shellcheck disable=SC2086,SC2046
-e2e_guest_start "$name-moved" "$initrd" "$cargs" $rnic_io "${client[@]}" \
-    $(ctl dst) "${incoming[@]}"
-sock=$run/mig.sock
-[ "$mode" != cpr ] || sock=$run/cpr.sock
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 qmp() { python3 "$E2E_LIB/qmp.py" "$run/$1-qmp.sock" "${@:2}"; }
+moved() {
+    # shellcheck disable=SC2086,SC2046
+    e2e_guest_start "$name-moved" "$initrd" "$cargs" $rnic_io "${client[@]}" \
+        $(ctl dst) "${incoming[@]}"
+}
+if [ "$mode" = snapshot ]; then
+    # the old QEMU writes the VM to a file and quits; a new one reads it
+    rm -f "$run/vm.state"
+    channels="[{\"channel-type\": \"main\", \"addr\": {\"transport\": \"file\", \"filename\": \"$run/vm.state\", \"offset\": 0}}"
+    incoming=(-incoming "file:$run/vm.state")
+else
+    moved
+    sock=$run/mig.sock
+    [ "$mode" != cpr ] || sock=$run/cpr.sock
+    for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+fi
 [ "$mode" != cpr ] ||
     qmp src migrate-set-parameters '{"mode": "cpr-transfer"}' >/dev/null
 qmp src migrate "{\"channels\": $channels]}" >/dev/null
@@ -163,8 +187,15 @@ print(f"e2e: migration: downtime {m.get('downtime')} ms, total "
       f"{m.get('total-time')} ms, {m['ram']['transferred']} bytes of RAM "
       f"sent (setup {m.get('setup-time')} ms)")
 EOF
+if [ "$mode" = snapshot ]; then
+    qmp src quit >/dev/null || true
+    t0=$(date +%s%N)
+    moved
+fi
 qmp dst --wait query-status status running 120 >/dev/null || rc=1
-qmp src quit >/dev/null || true
+[ "$mode" != snapshot ] ||
+    e2e_log "snapshot: the new QEMU ran the guest $((($(date +%s%N) - t0) / 1000000)) ms after it started"
+qmp src quit >/dev/null 2>&1 || true
 e2e_guest_wait "$name-client" 2>/dev/null || true
 tr -d '\r' <"$E2E_LOGS/$name-client.log" | grep -E 'rnic_mig_|^E2E-' >&2 || true
 grep -q '^E2E-FAIL' "$E2E_LOGS/$name-client.log" && rc=1
