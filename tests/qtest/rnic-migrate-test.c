@@ -180,10 +180,99 @@ static void test_migrate_connected_reset(void)
     qrnic_test_stop(&a);
 }
 
+/*
+ * A qcow2 image made through QMP (QEMU's tests have no qemu-img): savevm
+ * keeps the VM's state in it.
+ */
+static void mig_snapshot_disk(QTestState *qts, const char *path)
+{
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    qtest_qmp_assert_success(qts, "{'execute': 'blockdev-add', 'arguments':"
+                             " {'driver': 'file', 'node-name': 'f0',"
+                             " 'filename': %s}}", path);
+    qtest_qmp_assert_success(qts, "{'execute': 'blockdev-create', 'arguments':"
+                             " {'job-id': 'mk', 'options': {'driver': 'qcow2',"
+                             " 'file': 'f0', 'size': 1048576}}}");
+    qtest_qmp_eventwait(qts, "JOB_STATUS_CHANGE");
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'query-jobs'}");
+        QList *jobs = qdict_get_qlist(rsp, "return");
+        QDict *job = qobject_to(QDict, qlist_peek(jobs));
+        bool done = !strcmp(qdict_get_str(job, "status"), "concluded");
+
+        qobject_unref(rsp);
+        if (done) {
+            break;
+        }
+        g_usleep(10 * 1000);
+    }
+    qtest_qmp_assert_success(qts, "{'execute': 'job-dismiss', 'arguments':"
+                             " {'id': 'mk'}}");
+    qtest_qmp_assert_success(qts, "{'execute': 'blockdev-add', 'arguments':"
+                             " {'driver': 'qcow2', 'node-name': 'd0',"
+                             " 'file': 'f0'}}");
+}
+
+/*
+ * savevm, then the device changes (objects destroyed and made, a listener
+ * closed), then loadvm in the same QEMU: the device is as it was saved,
+ * its listener bound again, and it goes on.
+ */
+static void test_migrate_savevm(void)
+{
+    g_autofree char *disk = g_strdup_printf("%s/rnic-savevm-%d.qcow2",
+                                            g_get_tmp_dir(), getpid());
+    struct rnic_cmd_listen l = { .local = qrnic_loopback(0), .backlog = 2 };
+    g_autofree char *saved = NULL, *changed = NULL, *loaded = NULL;
+    struct rnic_cmd_qp dqp;
+    struct rnic_cmd cmd;
+    uint32_t pdn, cqn;
+    uint64_t ring;
+    QRnicQp qp;
+    char *out;
+    QRnic t;
+
+    qrnic_test_start(&t, ",id=r" MIG_ALLOW);
+    qrnic_test_enable(&t);
+    mig_snapshot_disk(t.qts, disk);
+    pdn = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 4, 1, &ring);
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 3, &qp), ==,
+                    RNIC_CMD_OK);
+    cmd = qrnic_cmd_ok(&t, RNIC_CMD_LISTEN, &l, sizeof(l));
+    l.listener_id = ((struct rnic_cmd_listen *)cmd.u.raw)->listener_id;
+    qrnic_settle(&t);
+    saved = mig_state(&t, "r");
+    out = qtest_hmp(t.qts, "savevm snap");
+    g_assert_cmpstr(out, ==, "");
+    g_free(out);
+
+    dqp = (struct rnic_cmd_qp) { .qpn = cpu_to_le32(qp.qpn) };
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &dqp, sizeof(dqp));
+    qrnic_create_pd(&t);
+    qrnic_cmd_ok(&t, RNIC_CMD_UNLISTEN, &l, sizeof(l));
+    changed = mig_state(&t, "r");
+    g_assert_cmpstr(changed, !=, saved);
+
+    out = qtest_hmp(t.qts, "loadvm snap");
+    g_assert_cmpstr(out, ==, "");
+    g_free(out);
+    loaded = mig_state(&t, "r");
+    g_assert_cmpstr(loaded, ==, saved);
+    g_assert_cmpuint(qrnic_query_qp_state(&t, qp.qpn), ==, RNIC_QPS_IDLE);
+    qrnic_cmd_ok(&t, RNIC_CMD_DESTROY_QP, &dqp, sizeof(dqp));
+    qrnic_test_stop(&t);
+    unlink(disk);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qrnic_test_add_both("/rnic/migrate/objects", test_migrate_objects);
+    qrnic_test_add_both("/rnic/migrate/savevm", test_migrate_savevm);
     qrnic_test_add_both("/rnic/migrate/connected-reset",
                         test_migrate_connected_reset);
     return g_test_run();
