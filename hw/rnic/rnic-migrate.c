@@ -908,6 +908,35 @@ static const VMStateDescription rnic_vmstate_ring = {
     },
 };
 
+/* The stat-* counters, but the Terminates by code (a hash table). */
+static bool rnic_stats_needed(void *opaque)
+{
+    RnicState *s = opaque;
+
+    return s->stats.tx_bytes || s->stats.rx_bytes;
+}
+
+static const VMStateDescription rnic_vmstate_stats = {
+    .name = "rnic/stats",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rnic_stats_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(stats.tx_bytes, RnicState),
+        VMSTATE_UINT64(stats.rx_bytes, RnicState),
+        VMSTATE_UINT64(stats.terms_sent, RnicState),
+        VMSTATE_UINT64(stats.terms_received, RnicState),
+        VMSTATE_UINT64(stats.crc_errors, RnicState),
+        VMSTATE_UINT64(stats.streams_lost, RnicState),
+        VMSTATE_UINT64(stats.tx_fpdus, RnicState),
+        VMSTATE_UINT64_ARRAY(stats.tx_op, RnicState, 16),
+        VMSTATE_UINT64_ARRAY(stats.rx_op, RnicState, 16),
+        VMSTATE_UINT64(stats.tx_crc_corrupted, RnicState),
+        VMSTATE_UINT64_ARRAY(stats.cqe, RnicState, 16),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 const VMStateDescription rnic_vmstate = {
     .name = "rnic",
     .version_id = 1,
@@ -929,5 +958,9 @@ const VMStateDescription rnic_vmstate = {
         VMSTATE_VBUFFER_ALLOC_UINT32(mig_objects, RnicState, 1, NULL,
                                      mig_objects_len),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &rnic_vmstate_stats,
+        NULL
     },
 };

@@ -170,6 +170,7 @@ static void test_migrate_mid_stream(void)
     struct rnic_sq_wqe w = { .opcode = RNIC_WQE_WRITE, .num_sge = 1 };
     struct rnic_sq_wqe r = { .opcode = RNIC_WQE_READ, .num_sge = 1 };
     struct rnic_cq_entry e;
+    uint64_t tx;
     struct rnic_event ev;
     Side a, b;
 
@@ -195,7 +196,11 @@ static void test_migrate_mid_stream(void)
     w.remote_stag = cpu_to_le32(b.stag);
     w.remote_addr = cpu_to_le64(IOVA + 32768);
     dp_post_send(&a, &w);
+    qrnic_settle(&a.t);
+    tx = qrnic_qom_int(&a.t, "a", "stat-tx-bytes");
     qrnic_test_migrate(&a.t, &b.t);
+    /* the counters moved too */
+    g_assert_cmpuint(qrnic_qom_int(&a.t, "a", "stat-tx-bytes"), >=, tx);
     for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
         dp_expect_cqe(&a, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 0x5000 + i, &e);
         dp_expect_cqe(&b, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, 0x6000 + i, &e);
