@@ -404,24 +404,6 @@ static bool rnic_mpa_load(struct rnic_ld *l, struct rnic_mpa_conn *m)
     return rnic_ld_bytes(l, f->raw, f->raw_len);
 }
 
-/*
- * Bytes we sent and the peer has not acknowledged: the peer acknowledges
- * them soon, and on one host that acknowledgement would meet no socket
- * (and draw a reset) once the socket is closed for the move.  Waited for,
- * a little, in the migration's downtime.
- */
-static void rnic_conn_await_acks(RnicConn *c)
-{
-    for (int i = 0; i < RNIC_MIG_ACK_WAIT_STEPS; i++) {
-        int unacked = 0;
-
-        if (ioctl(c->fd, SIOCOUTQ, &unacked) || unacked == 0) {
-            return;
-        }
-        g_usleep(RNIC_MIG_ACK_WAIT_US);
-    }
-}
-
 /* How a connection's socket goes with a migration (its record's mark). */
 enum {
     RNIC_MOVE_NONE,         /* cut: reported as a link failure */
@@ -458,7 +440,6 @@ static void rnic_conn_move_out(struct rnic_sv *b, RnicConn *c)
     int ret;
 
     if (kind == RNIC_MOVE_REPAIR) {
-        rnic_conn_await_acks(c);
         ret = rnic_tcp_repair_save(c->fd, &blob, &len);
         if (ret < 0) {
             trace_rnic_conn_error(c->id, -ret, "TCP repair: cut instead");
@@ -490,6 +471,32 @@ static void rnic_conn_move_out(struct rnic_sv *b, RnicConn *c)
     }
 }
 
+/*
+ * Bytes we sent and the peers have not acknowledged: they acknowledge
+ * them soon, and on one host an acknowledgement would meet no socket (and
+ * draw a reset) once the socket is closed for the move.  Waited for, a
+ * little, in the migration's downtime: RNIC_MIG_ACK_WAIT_STEPS steps in
+ * all, however many connections move.
+ */
+static void rnic_conns_await_acks(RnicState *s)
+{
+    for (int step = 0; step < RNIC_MIG_ACK_WAIT_STEPS; step++) {
+        bool unacked = false;
+
+        for (uint32_t i = 0; i < s->max_conns && !unacked; i++) {
+            RnicConn *c = s->conns[i];
+            int n = 0;
+
+            unacked = c && rnic_conn_move_kind(c) == RNIC_MOVE_REPAIR &&
+                      !ioctl(c->fd, SIOCOUTQ, &n) && n > 0;
+        }
+        if (!unacked) {
+            return;
+        }
+        g_usleep(RNIC_MIG_ACK_WAIT_US);
+    }
+}
+
 static void rnic_cm_save(struct rnic_sv *b, RnicState *s)
 {
     uint32_t n = 0;
@@ -512,6 +519,7 @@ static void rnic_cm_save(struct rnic_sv *b, RnicState *s)
         n += !!s->conns[i];
     }
     rnic_sv_u32(b, n);
+    rnic_conns_await_acks(s);
     for (uint32_t i = 0; i < s->max_conns; i++) {
         RnicConn *c = s->conns[i];
 
