@@ -170,10 +170,15 @@ static void test_migrate_mid_stream(void)
     struct rnic_sq_wqe w = { .opcode = RNIC_WQE_WRITE, .num_sge = 1 };
     struct rnic_sq_wqe r = { .opcode = RNIC_WQE_READ, .num_sge = 1 };
     struct rnic_cq_entry e;
-    uint64_t tx;
     struct rnic_event ev;
+    uint64_t tx;
     Side a, b;
 
+    if (getenv("RNIC_QTEST_CAPTURE")) {
+        /* a capture is the process's: the new QEMU starts its file anew */
+        g_test_skip("check-capture compares one process's capture");
+        return;
+    }
     connect_pair(&a, &b, NULL, NULL);
     qrnic_fill(a.t.qts, a.buf, BUF_SIZE, 7);
     qrnic_fill(b.t.qts, b.buf, BUF_SIZE, 9);
