@@ -147,9 +147,9 @@ static void mr_fill(struct rnic_stag_table *t, struct rnic_stag_entry *e,
 {
     e->base_to = a->base_to;
     e->length = a->length;
-    e->u.mr.windows = 0;
+    rnic_stag_cold(t, e)->windows = 0;
     e->pd = a->pd;
-    rnic_stag_tag(t, e)->key = a->key;
+    rnic_stag_set_key(t, e, a->key);
     e->kind = RNIC_STAG_MR;
     /* Reading one's own registered memory is always allowed (verbs). */
     e->access = a->access | RNIC_ACCESS_LOCAL_READ;
@@ -161,7 +161,7 @@ static void mr_fill(struct rnic_stag_table *t, struct rnic_stag_entry *e,
     } else {
         e->u.mr.addr = p->addr;
     }
-    rnic_stag_tag(t, e)->state = RNIC_ENTRY_VALID;
+    rnic_stag_set_state(t, e, RNIC_ENTRY_VALID);
     rnic_pd_get(t, a->pd);
 }
 
@@ -209,7 +209,7 @@ static void mr_release(struct rnic_stag_table *t, struct rnic_stag_entry *e)
     rnic_stag_unlink_recv(t, e);
     mr_pages_drop(t, e);
     rnic_pd_put(t, e->pd);
-    rnic_stag_tag(t, e)->state = RNIC_ENTRY_INVALID;
+    rnic_stag_set_state(t, e, RNIC_ENTRY_INVALID);
 }
 
 enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
@@ -227,7 +227,7 @@ enum rnic_stag_status rnic_mr_reregister(struct rnic_stag_table *t,
     if (e->flags & (RNIC_ENTRY_FAST_REG | RNIC_ENTRY_PHYS)) {
         return RNIC_STAG_ERR_INVALID_ARG;   /* FAST_REG, or nothing */
     }
-    if (e->u.mr.windows) {
+    if (rnic_stag_cold(t, e)->windows) {
         return RNIC_STAG_ERR_BUSY;
     }
     if (attr->key == rnic_stag_tag(t, e)->key) {
@@ -263,7 +263,7 @@ enum rnic_stag_status rnic_mr_deregister(struct rnic_stag_table *t,
     if (!e) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
-    if (e->u.mr.windows) {
+    if (rnic_stag_cold(t, e)->windows) {
         return RNIC_STAG_ERR_BUSY;
     }
     mr_release(t, e);
@@ -311,7 +311,7 @@ static enum rnic_stag_status mem_copy(const struct rnic_dma *dma,
                                       uint8_t *to_host,
                                       const uint8_t *from_host)
 {
-    uint64_t off = ref->offset;
+    uint64_t off = ref->to - ref->mr->base_to;
     uint64_t left = ref->len;
 
     while (left) {
@@ -382,7 +382,7 @@ enum rnic_stag_status rnic_mem_map_prefix(const struct rnic_dma *dma,
                                           size_t max, size_t *n,
                                           uint64_t *mapped)
 {
-    uint64_t off = ref->offset;
+    uint64_t off = ref->to - ref->mr->base_to;
     uint64_t left = ref->len;
     enum rnic_stag_status st = RNIC_STAG_OK;
 

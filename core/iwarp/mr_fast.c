@@ -43,7 +43,8 @@ static enum rnic_stag_status mr_new(struct rnic_stag_table *t, uint32_t pd,
     memset(&t->entries[*index], 0, sizeof(t->entries[*index]));
     t->entries[*index].kind = RNIC_STAG_MR;
     t->entries[*index].pd = pd;
-    t->tags[*index].key = key;
+    rnic_stag_set_key(t, &t->entries[*index], key);
+    rnic_stag_set_state(t, &t->entries[*index], RNIC_ENTRY_INVALID);
     rnic_pd_get(t, pd);
     return RNIC_STAG_OK;
 }
@@ -76,7 +77,6 @@ enum rnic_stag_status rnic_mr_alloc(struct rnic_stag_table *t, uint32_t pd,
     t->entries[index].u.mr.list = l;
     t->entries[index].flags = RNIC_ENTRY_PAGE_LIST | RNIC_ENTRY_FAST_REG;
     t->page_list_bytes += size;
-    t->tags[index].state = RNIC_ENTRY_INVALID;
     *stag = rnic_stag_make(index, key);
     return RNIC_STAG_OK;
 }
@@ -100,7 +100,7 @@ enum rnic_stag_status rnic_mr_alloc_phys(struct rnic_stag_table *t,
     e->access = RNIC_ACCESS_LOCAL_READ | RNIC_ACCESS_LOCAL_WRITE |
                 RNIC_ACCESS_PRIVILEGED;
     e->flags = RNIC_ENTRY_PHYS;
-    t->tags[index].state = RNIC_ENTRY_VALID;
+    rnic_stag_set_state(t, e, RNIC_ENTRY_VALID);
     *stag = rnic_stag_make(index, key);
     return RNIC_STAG_OK;
 }
@@ -176,7 +176,7 @@ enum rnic_stag_status rnic_mr_fast_reg(struct rnic_stag_table *t,
     e->access = a->access | RNIC_ACCESS_LOCAL_READ;
     e->flags = RNIC_ENTRY_PAGE_LIST | RNIC_ENTRY_FAST_REG |
                RNIC_ENTRY_REMOTE_INV;
-    rnic_stag_tag(t, e)->key = rnic_stag_key(a->stag);
-    rnic_stag_tag(t, e)->state = RNIC_ENTRY_VALID;
+    rnic_stag_set_key(t, e, rnic_stag_key(a->stag));
+    rnic_stag_set_state(t, e, RNIC_ENTRY_VALID);
     return RNIC_STAG_OK;
 }

@@ -34,9 +34,9 @@ enum rnic_stag_status rnic_mw_alloc(struct rnic_stag_table *t, uint32_t pd,
     e = &t->entries[index];
     memset(e, 0, sizeof(*e));
     e->pd = pd;
-    rnic_stag_tag(t, e)->key = key;
+    rnic_stag_set_key(t, e, key);
     e->kind = kind;
-    rnic_stag_tag(t, e)->state = RNIC_ENTRY_INVALID;
+    rnic_stag_set_state(t, e, RNIC_ENTRY_INVALID);
     *stag = rnic_stag_make(index, key);
     return RNIC_STAG_OK;
 }
@@ -74,7 +74,7 @@ static enum rnic_stag_status bind_check_mr(struct rnic_stag_table *t,
      * A region the RNIC invalidates by itself cannot carry windows: it
      * would have to refuse that invalidation or leave windows dangling.
      */
-    if ((mr->flags & RNIC_ENTRY_ONE_SHOT) || mr->link) {
+    if ((mr->flags & RNIC_ENTRY_ONE_SHOT) || rnic_stag_cold(t, mr)->link) {
         return RNIC_STAG_ERR_BUSY;
     }
     *mr_index = rnic_stag_index(a->mr_stag);
@@ -116,12 +116,12 @@ enum rnic_stag_status rnic_mw_bind(struct rnic_stag_table *t,
     mw->length = attr->length;
     mw->u.mw.mr_index = mr_index;
     mw->u.mw.qpn = mw->kind == RNIC_STAG_MW_TYPE2 ? attr->qpn : 0;
-    rnic_stag_tag(t, mw)->key = attr->key;
+    rnic_stag_set_key(t, mw, attr->key);
     mw->access = attr->access;
     mw->flags = rnic_stag_policy_flags(t, attr->policy,
                                        attr->remote_invalidate);
-    rnic_stag_tag(t, mw)->state = RNIC_ENTRY_VALID;
-    t->entries[mr_index].u.mr.windows++;
+    rnic_stag_set_state(t, mw, RNIC_ENTRY_VALID);
+    t->cold[mr_index].windows++;
     *new_stag = rnic_stag_make(rnic_stag_index(mw_stag), attr->key);
     return RNIC_STAG_OK;
 }

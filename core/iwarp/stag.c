@@ -81,12 +81,13 @@ bool rnic_stag_rdmap_error(enum rnic_stag_status st, uint8_t *etype,
 /* ---- the table ---- */
 
 /*
- * The entry array: anonymous memory, zero and not committed until a slot
- * is first written (as calloc gave), asked for in huge pages.  A lookup
- * lands on a random slot of up to 48 MiB: with 4 KiB pages nearly every
+ * The slot arrays: anonymous memory, zero and not committed until a slot
+ * is first written (as calloc gave), asked for in huge pages.  A resolve
+ * lands on a random slot of up to 32 MiB: with 4 KiB pages nearly every
  * one is a TLB miss as well as a cache miss, and a huge page spares the
  * page walk where the kernel grants one.  The cache miss stays; what a
- * lookup and a resolve cost is in docs/protocol.md section 10.
+ * lookup and a resolve cost is in docs/protocol.md section 10.  mmap's
+ * pages are aligned: no 32-octet entry straddles two cache lines.
  */
 static void *entries_alloc(size_t bytes)
 {
@@ -111,6 +112,11 @@ static size_t entries_bytes(const struct rnic_stag_table *t)
 static size_t tags_bytes(const struct rnic_stag_table *t)
 {
     return ((size_t)t->max_stags + 1) * sizeof(*t->tags);
+}
+
+static size_t cold_bytes(const struct rnic_stag_table *t)
+{
+    return ((size_t)t->max_stags + 1) * sizeof(*t->cold);
 }
 
 static uint32_t round_up_pow2(uint32_t v)
@@ -155,13 +161,15 @@ struct rnic_stag_table *rnic_stag_table_new(
     t->pd_cursor = 1;
     t->max_links = links;
     t->bucket_mask = round_up_pow2(links) - 1;
-    /* calloc: untouched slots of a big table cost no memory until used. */
+    /* Untouched slots of a big table cost no memory until used. */
     t->entries = entries_alloc(entries_bytes(t));
     t->tags = entries_alloc(tags_bytes(t));
+    t->cold = entries_alloc(cold_bytes(t));
     t->pds = calloc((size_t)t->max_pds + 1, sizeof(*t->pds));
     t->links = calloc(links, sizeof(*t->links));
     t->buckets = calloc((size_t)t->bucket_mask + 1, sizeof(*t->buckets));
-    if (!t->entries || !t->tags || !t->pds || !t->links || !t->buckets) {
+    if (!t->entries || !t->tags || !t->cold || !t->pds || !t->links ||
+        !t->buckets) {
         rnic_stag_table_free(t);
         return NULL;
     }
@@ -194,6 +202,9 @@ void rnic_stag_table_free(struct rnic_stag_table *t)
     if (t->tags) {
         munmap(t->tags, tags_bytes(t));
     }
+    if (t->cold) {
+        munmap(t->cold, cold_bytes(t));
+    }
     free(t->pds);
     free(t->links);
     free(t->buckets);
@@ -203,7 +214,7 @@ void rnic_stag_table_free(struct rnic_stag_table *t)
 size_t rnic_stag_table_footprint(const struct rnic_stag_table *t)
 {
     return sizeof(*t) +
-           entries_bytes(t) + tags_bytes(t) +
+           entries_bytes(t) + tags_bytes(t) + cold_bytes(t) +
            ((size_t)t->max_pds + 1) * sizeof(*t->pds) +
            (size_t)t->max_links * sizeof(*t->links) +
            ((size_t)t->bucket_mask + 1) * sizeof(*t->buckets) +
@@ -235,7 +246,7 @@ enum rnic_stag_status rnic_stag_index_alloc(struct rnic_stag_table *t,
     }
     i = *prev;
     if (i && t->tags[i].key == key) {
-        prev = &t->entries[i].link;
+        prev = &t->cold[i].link;
         i = *prev;
     }
     if (!i) {
@@ -245,23 +256,21 @@ enum rnic_stag_status rnic_stag_index_alloc(struct rnic_stag_table *t,
     if (t->tags[i].key == key) {
         return RNIC_STAG_ERR_KEY_REUSED;
     }
-    *prev = t->entries[i].link;
+    *prev = t->cold[i].link;
     if (t->free_tail == i) {
         t->free_tail = prev == &t->free_head ? 0 : t->free_head;
     }
-    t->entries[i].link = 0;
+    t->cold[i].link = 0;
     *index = i;
     return RNIC_STAG_OK;
 }
 
 void rnic_stag_index_release(struct rnic_stag_table *t, uint32_t index)
 {
-    struct rnic_stag_entry *e = &t->entries[index];
-
-    rnic_stag_tag(t, e)->state = RNIC_ENTRY_FREE;
-    e->link = 0;
+    rnic_stag_set_state(t, &t->entries[index], RNIC_ENTRY_FREE);
+    t->cold[index].link = 0;
     if (t->free_tail) {
-        t->entries[t->free_tail].link = index;
+        t->cold[t->free_tail].link = index;
     } else {
         t->free_head = index;
     }
@@ -397,17 +406,6 @@ enum rnic_stag_status rnic_stag_range_check(const struct rnic_stag_entry *e,
     return RNIC_STAG_OK;
 }
 
-static const struct rnic_stag_entry *valid_entry(
-    const struct rnic_stag_table *t, uint32_t stag)
-{
-    const struct rnic_stag_tag *g = tag_get(t, stag);
-
-    if (!g || g->state != RNIC_ENTRY_VALID) {
-        return NULL;
-    }
-    return &t->entries[rnic_stag_index(stag)];
-}
-
 static bool entry_serves(const struct rnic_stag_entry *e, uint32_t pd,
                          uint32_t qpn)
 {
@@ -415,20 +413,53 @@ static bool entry_serves(const struct rnic_stag_entry *e, uint32_t pd,
            (e->kind != RNIC_STAG_MW_TYPE2 || e->u.mw.qpn == qpn);
 }
 
-enum rnic_stag_status rnic_stag_resolve(const struct rnic_stag_table *t,
-                                        uint32_t stag, uint32_t pd,
-                                        uint32_t qpn, uint64_t to,
-                                        uint64_t len, unsigned access,
-                                        struct rnic_mem_ref *ref)
+/*
+ * The word entry.id holds for a slot of @pd with @key in @state, of @kind,
+ * with @flags and @access: the common case compares with it in one go.
+ */
+static inline uint64_t entry_id(uint32_t pd, uint8_t key, uint8_t state,
+                                uint8_t kind, uint8_t flags, uint8_t access)
 {
-    const struct rnic_stag_entry *e = valid_entry(t, stag);
-    const struct rnic_stag_entry *mr;
+    union rnic_stag_id x = { .word = 0 };
+
+    x.pd = pd;
+    x.tag.key = key;
+    x.tag.state = state;
+    x.kind = kind;
+    x.flags = flags;
+    x.access = access;
+    return x.word;
+}
+
+/* The part of entry.id the common case compares: of the flags, PHYS. */
+#define ID_MASK entry_id(UINT32_MAX, UINT8_MAX, UINT8_MAX, 3, \
+                        RNIC_ENTRY_PHYS, 0)
+
+/*
+ * Every check, in the order the errors are reported.  Not inlined, so
+ * that the common case's path stays short.
+ */
+static __attribute__((noinline))
+enum rnic_stag_status resolve_checked(const struct rnic_stag_table *t,
+                                      uint32_t stag, uint32_t pd,
+                                      uint32_t qpn, uint64_t to,
+                                      uint64_t len, unsigned access,
+                                      struct rnic_mem_ref *ref)
+{
+    uint32_t index = rnic_stag_index(stag);
+    const struct rnic_stag_entry *e;
     enum rnic_stag_status st;
 
+    if (index == 0 || index > t->max_stags) {
+        return RNIC_STAG_ERR_INVALID_STAG;
+    }
+    e = &t->entries[index];
     /* The physical STag exists for a kernel QP's local access only. */
-    if (!e || ((e->flags & RNIC_ENTRY_PHYS) &&
-               (!(access & RNIC_ACCESS_PRIVILEGED) ||
-                (access & RNIC_ACCESS_REMOTE_ALL)))) {
+    if (e->tag.key != rnic_stag_key(stag) ||
+        e->tag.state != RNIC_ENTRY_VALID ||
+        ((e->flags & RNIC_ENTRY_PHYS) &&
+         (!(access & RNIC_ACCESS_PRIVILEGED) ||
+          (access & RNIC_ACCESS_REMOTE_ALL)))) {
         return RNIC_STAG_ERR_INVALID_STAG;
     }
     if (!entry_serves(e, pd, qpn)) {
@@ -442,16 +473,63 @@ enum rnic_stag_status rnic_stag_resolve(const struct rnic_stag_table *t,
     if (st != RNIC_STAG_OK) {
         return st;
     }
-    mr = e->kind == RNIC_STAG_MR ? e : &t->entries[e->u.mw.mr_index];
-    /* Bound windows pin their region valid; this only guards that rule. */
-    if (rnic_stag_tag(t, mr)->state != RNIC_ENTRY_VALID) {
-        return RNIC_STAG_ERR_INVALID_STAG;
+    ref->mr = e;
+    if (e->kind != RNIC_STAG_MR) {
+        /* Bound windows pin their region valid; this only guards that. */
+        if (t->tags[e->u.mw.mr_index].state != RNIC_ENTRY_VALID) {
+            return RNIC_STAG_ERR_INVALID_STAG;
+        }
+        ref->mr = &t->entries[e->u.mw.mr_index];
     }
-    ref->mr = mr;
-    ref->offset = to - mr->base_to;
+    ref->to = to;
     ref->len = len;
     ref->stag = stag;
     return RNIC_STAG_OK;
+}
+
+/*
+ * One cache line for a region: the entry holds all that is checked, its
+ * key and state included (the tag's copy), and the tag array is not read.
+ * A window reads its region's tag, which is in cache, and not its region:
+ * the offset into the region is worked out when bytes move
+ * (rnic_mem_place() and the others read the region there anyway).
+ *
+ * The common case, a valid region that is not the physical STag, of this
+ * PD, with the rights asked for and the range inside it, is tried first
+ * in as few instructions as will do: the instructions waiting for the
+ * entry's cache miss decide how many resolves the processor overlaps
+ * (docs/protocol.md section 10).  Whatever fails there goes through every
+ * check in order, which names the error.  A range inside a region cannot
+ * pass the end of the TO space (base + length <= 2^64 for every region
+ * but the physical STag: registration, fast registration and loading a
+ * saved table check it), so the common case does not test TO wrap apart.
+ */
+enum rnic_stag_status rnic_stag_resolve(const struct rnic_stag_table *t,
+                                        uint32_t stag, uint32_t pd,
+                                        uint32_t qpn, uint64_t to,
+                                        uint64_t len, unsigned access,
+                                        struct rnic_mem_ref *ref)
+{
+    uint32_t index = rnic_stag_index(stag);
+    unsigned rights = access & ~(unsigned)RNIC_ACCESS_PRIVILEGED;
+
+    if (index - 1 < t->max_stags) {
+        const struct rnic_stag_entry *e = &t->entries[index];
+        uint64_t off = to - e->base_to;
+
+        if ((e->id & ID_MASK) == entry_id(pd, rnic_stag_key(stag),
+                                          RNIC_ENTRY_VALID, RNIC_STAG_MR,
+                                          0, 0) &&
+            (e->access & rights) == rights && to >= e->base_to &&
+            off <= e->length && len <= e->length - off) {
+            ref->mr = e;
+            ref->to = to;
+            ref->len = len;
+            ref->stag = stag;
+            return RNIC_STAG_OK;
+        }
+    }
+    return resolve_checked(t, stag, pd, qpn, to, len, access, ref);
 }
 
 bool rnic_stag_lookup(const struct rnic_stag_table *t, uint32_t stag)
@@ -474,7 +552,8 @@ enum rnic_stag_status rnic_stag_query(const struct rnic_stag_table *t,
     }
     mr = e->kind == RNIC_STAG_MR;
     info->kind = e->kind;
-    info->valid = rnic_stag_tag(t, e)->state == RNIC_ENTRY_VALID;
+    /* The entry's copy: a test that lookup (the tag) agrees checks both. */
+    info->valid = e->tag.state == RNIC_ENTRY_VALID;
     info->one_shot = e->flags & RNIC_ENTRY_ONE_SHOT;
     info->remote_invalidate = e->flags & RNIC_ENTRY_REMOTE_INV;
     info->pd = e->pd;
@@ -482,14 +561,14 @@ enum rnic_stag_status rnic_stag_query(const struct rnic_stag_table *t,
     info->access = e->access;
     info->base_to = e->base_to;
     info->length = e->length;
-    info->bound_windows = mr ? e->u.mr.windows : 0;
+    info->bound_windows = mr ? rnic_stag_cold(t, e)->windows : 0;
     info->mr_stag = 0;
     if (!mr && info->valid) {
         uint32_t mri = e->u.mw.mr_index;
 
         info->mr_stag = rnic_stag_make(mri, t->tags[mri].key);
     }
-    info->recv_linked = e->link != 0;
+    info->recv_linked = rnic_stag_cold(t, e)->link != 0;
     return RNIC_STAG_OK;
 }
 
@@ -532,7 +611,7 @@ void rnic_stag_unwatch(struct rnic_stag_table *t,
 void rnic_stag_entry_gone(struct rnic_stag_table *t,
                           const struct rnic_stag_entry *e)
 {
-    uint32_t index = (uint32_t)(e - t->entries);
+    uint32_t index = rnic_stag_entry_index(t, e);
 
     if (rnic_stag_tag(t, e)->state != RNIC_ENTRY_VALID) {
         return;
@@ -549,9 +628,9 @@ void rnic_stag_entry_invalidate(struct rnic_stag_table *t,
     rnic_stag_unlink_recv(t, e);
     if (e->kind != RNIC_STAG_MR &&
         rnic_stag_tag(t, e)->state == RNIC_ENTRY_VALID) {
-        t->entries[e->u.mw.mr_index].u.mr.windows--;
+        t->cold[e->u.mw.mr_index].windows--;
     }
-    rnic_stag_tag(t, e)->state = RNIC_ENTRY_INVALID;
+    rnic_stag_set_state(t, e, RNIC_ENTRY_INVALID);
 }
 
 enum rnic_stag_status rnic_stag_invalidate_local(struct rnic_stag_table *t,
@@ -565,7 +644,7 @@ enum rnic_stag_status rnic_stag_invalidate_local(struct rnic_stag_table *t,
     if (e->pd != pd) {
         return RNIC_STAG_ERR_NOT_ASSOCIATED;
     }
-    if ((e->kind == RNIC_STAG_MR && e->u.mr.windows) ||
+    if ((e->kind == RNIC_STAG_MR && rnic_stag_cold(t, e)->windows) ||
         (e->flags & RNIC_ENTRY_PHYS)) {
         return RNIC_STAG_ERR_CANNOT_INVALIDATE;
     }
@@ -591,7 +670,7 @@ enum rnic_stag_status rnic_stag_invalidate_remote(struct rnic_stag_table *t,
     /* Type 1 windows belong to the consumer alone, as in the verbs. */
     if (!(e->flags & RNIC_ENTRY_REMOTE_INV) ||
         e->kind == RNIC_STAG_MW_TYPE1 ||
-        (e->kind == RNIC_STAG_MR && e->u.mr.windows)) {
+        (e->kind == RNIC_STAG_MR && rnic_stag_cold(t, e)->windows)) {
         return RNIC_STAG_ERR_CANNOT_INVALIDATE;
     }
     rnic_stag_entry_invalidate(t, e);
@@ -639,7 +718,7 @@ static void link_node_free(struct rnic_stag_table *t, uint32_t node)
 void rnic_stag_unlink_recv(struct rnic_stag_table *t,
                            struct rnic_stag_entry *e)
 {
-    uint32_t node = e->link;
+    uint32_t node = rnic_stag_cold(t, e)->link;
     struct rnic_recv_link *l;
     uint32_t *p;
 
@@ -653,7 +732,7 @@ void rnic_stag_unlink_recv(struct rnic_stag_table *t,
     }
     *p = l->next;
     link_node_free(t, node);
-    e->link = 0;
+    rnic_stag_cold(t, e)->link = 0;
 }
 
 enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
@@ -672,7 +751,8 @@ enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
     if (!entry_serves(e, o->pd, o->qpn)) {
         return RNIC_STAG_ERR_NOT_ASSOCIATED;
     }
-    if (e->link || (e->kind == RNIC_STAG_MR && e->u.mr.windows)) {
+    if (rnic_stag_cold(t, e)->link ||
+        (e->kind == RNIC_STAG_MR && rnic_stag_cold(t, e)->windows)) {
         return RNIC_STAG_ERR_BUSY;
     }
     node = t->link_free;
@@ -685,7 +765,7 @@ enum rnic_stag_status rnic_stag_link_to_recv(struct rnic_stag_table *t,
         .queue = o->queue, .recv_id = recv_id, .stag = stag, .next = *bucket,
     };
     *bucket = node;
-    e->link = node;
+    rnic_stag_cold(t, e)->link = node;
     return RNIC_STAG_OK;
 }
 
@@ -698,7 +778,7 @@ static bool link_release(struct rnic_stag_table *t, uint32_t *p, bool consume)
     bool invalidated = false;
 
     *p = l->next;
-    e->link = 0;
+    rnic_stag_cold(t, e)->link = 0;
     if (consume && rnic_stag_tag(t, e)->state == RNIC_ENTRY_VALID) {
         rnic_stag_entry_invalidate(t, e);
         invalidated = true;

@@ -297,10 +297,14 @@ enum rnic_stag_status rnic_mw_dealloc(struct rnic_stag_table *t,
 
 /* ---- the check on every access ---- */
 
-/* A resolved, checked range; valid until the table is next modified. */
+/*
+ * A resolved, checked range; valid until the table is next modified.  The
+ * range is [to, to + len) in the TO space of the region @mr (a window's
+ * is its region's): region byte to - base TO is the first one.
+ */
 struct rnic_mem_ref {
     const struct rnic_stag_entry *mr;   /* the region holding the bytes */
-    uint64_t offset;                /* from the region's first byte */
+    uint64_t to;                    /* tagged offset of the first byte */
     uint64_t len;
     uint32_t stag;                  /* the STag that was resolved */
 };

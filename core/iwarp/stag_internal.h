@@ -32,44 +32,74 @@ enum rnic_entry_flags {
 };
 
 /*
- * One slot of the STag table.  Kept at 48 bytes: a million of them is the
- * expected size, so a region whose pages are contiguous (the common one-
- * page case included) stores its guest address inline instead of a list.
+ * What a lookup reads, one pair per slot and kept apart from the entries:
+ * 1,048,576 of them are 2 MiB, which stays in cache where the 32 MiB of
+ * entries cannot, so rnic_stag_lookup() answers at a plain array's speed.
+ * Each entry carries a copy (rnic_stag_entry.tag) for resolve, which then
+ * reads one cache line and not two; rnic_stag_set_key() and
+ * rnic_stag_set_state() write both, and nothing else writes either (but
+ * the memset of a slot being set up, followed by both).
+ */
+struct rnic_stag_tag {
+    uint8_t key;
+    uint8_t state;                  /* enum rnic_entry_state */
+};
+
+/*
+ * The last eight octets of an entry, which resolve compares with what it
+ * expects as one word (union rnic_stag_id) where it can.
+ */
+#define RNIC_STAG_ID_FIELDS \
+    uint32_t pd; \
+    struct rnic_stag_tag tag;       /* copy of this slot's t->tags[] */ \
+    uint8_t kind : 2;               /* enum rnic_stag_kind */ \
+    uint8_t flags : 6;              /* enum rnic_entry_flags */ \
+    uint8_t access;                 /* enum rnic_access */
+
+/* The same fields, the same layout: a word to compare entry.id with. */
+union rnic_stag_id {
+    struct { RNIC_STAG_ID_FIELDS };
+    uint64_t word;
+};
+
+_Static_assert(sizeof(union rnic_stag_id) == sizeof(uint64_t),
+               "the ID fields make one word");
+
+/*
+ * One slot of the STag table: what rnic_stag_resolve() reads and no more,
+ * in 32 octets aligned to 32, so that a resolve costs one cache line
+ * (docs/protocol.md section 10).  A million of them is the expected size,
+ * so a region whose pages are contiguous (the common one-page case
+ * included) stores its guest address inline instead of a list.  What
+ * resolve never reads is in struct rnic_stag_cold.
  */
 struct rnic_stag_entry {
     uint64_t base_to;
     uint64_t length;
     union {
-        struct {
-            union {
-                uint64_t addr;      /* guest address of the first byte */
-                struct rnic_page_list *list;
-            };
-            uint32_t windows;       /* bound windows: blocks invalidation */
+        union {                     /* region */
+            uint64_t addr;          /* guest address of the first byte */
+            struct rnic_page_list *list;
         } mr;
-        struct {
+        struct {                    /* window */
             uint32_t mr_index;
             uint32_t qpn;           /* type 2 only */
         } mw;
     } u;
-    uint32_t pd;
+    union {
+        struct { RNIC_STAG_ID_FIELDS };
+        uint64_t id;                /* all of them as one word */
+    };
+} __attribute__((aligned(32)));
+
+_Static_assert(sizeof(struct rnic_stag_entry) == 32,
+               "a resolve reads one 32-octet entry");
+
+/* The rest of a slot, at the same index: resolve never reads it. */
+struct rnic_stag_cold {
+    uint32_t windows;               /* region: bound windows, pin it */
     /* free: next free index (0 ends); in use: receive link node + 1 */
     uint32_t link;
-    uint8_t kind;                   /* enum rnic_stag_kind */
-    uint8_t flags;                  /* enum rnic_entry_flags */
-    uint8_t access;                 /* enum rnic_access */
-};
-
-/*
- * What a lookup reads first, one pair per slot and kept apart from the
- * entries: 1,048,576 of them are 2 MiB, which stays in cache where the 48
- * MiB of entries cannot, so an STag with a wrong key or a free or invalid
- * slot is refused at a plain array's speed, and a valid one costs one
- * entry read more (`make bench`, stag-lookup and stag-resolve).
- */
-struct rnic_stag_tag {
-    uint8_t key;
-    uint8_t state;                  /* enum rnic_entry_state */
 };
 
 struct rnic_pd_slot {
@@ -88,6 +118,7 @@ struct rnic_recv_link {
 struct rnic_stag_table {
     struct rnic_stag_entry *entries;    /* [0] never used: STag 0 invalid */
     struct rnic_stag_tag *tags;         /* same index as entries */
+    struct rnic_stag_cold *cold;        /* same index as entries */
     uint32_t max_stags;
     uint32_t fresh;                 /* lowest index never handed out */
     uint32_t free_head;             /* released indices, oldest first */
@@ -112,11 +143,40 @@ struct rnic_stag_table {
     struct rnic_stag_watcher *watchers;
 };
 
+static inline uint32_t rnic_stag_entry_index(const struct rnic_stag_table *t,
+                                             const struct rnic_stag_entry *e)
+{
+    return (uint32_t)(e - t->entries);
+}
+
 /* The key and state of entry @e (an element of t->entries). */
-static inline struct rnic_stag_tag *rnic_stag_tag(
+static inline const struct rnic_stag_tag *rnic_stag_tag(
     const struct rnic_stag_table *t, const struct rnic_stag_entry *e)
 {
-    return &t->tags[e - t->entries];
+    return &t->tags[rnic_stag_entry_index(t, e)];
+}
+
+/* The only writers of a slot's key and state: the tag and its copy. */
+static inline void rnic_stag_set_key(struct rnic_stag_table *t,
+                                     struct rnic_stag_entry *e, uint8_t key)
+{
+    t->tags[rnic_stag_entry_index(t, e)].key = key;
+    e->tag.key = key;
+}
+
+static inline void rnic_stag_set_state(struct rnic_stag_table *t,
+                                       struct rnic_stag_entry *e,
+                                       enum rnic_entry_state state)
+{
+    t->tags[rnic_stag_entry_index(t, e)].state = (uint8_t)state;
+    e->tag.state = (uint8_t)state;
+}
+
+/* Bound windows and the receive link or free-list link of entry @e. */
+static inline struct rnic_stag_cold *rnic_stag_cold(
+    const struct rnic_stag_table *t, const struct rnic_stag_entry *e)
+{
+    return &t->cold[rnic_stag_entry_index(t, e)];
 }
 
 /* The allocated entry @stag names (any state but FREE), key checked. */

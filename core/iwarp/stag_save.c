@@ -56,14 +56,14 @@ void rnic_stag_table_save(struct rnic_sv *s, const struct rnic_stag_table *t)
         rnic_sv_u8(s, t->tags[i].state);
         if (t->tags[i].state != RNIC_ENTRY_FREE) {
             entry_save(s, &t->entries[i]);
-            nlinks += t->entries[i].link != 0;
+            nlinks += t->cold[i].link != 0;
         }
     }
-    for (uint32_t i = t->free_head; i; i = t->entries[i].link) {
+    for (uint32_t i = t->free_head; i; i = t->cold[i].link) {
         nfree++;
     }
     rnic_sv_u32(s, nfree);
-    for (uint32_t i = t->free_head; i; i = t->entries[i].link) {
+    for (uint32_t i = t->free_head; i; i = t->cold[i].link) {
         rnic_sv_u32(s, i);
     }
     rnic_sv_u32(s, t->pd_cursor);
@@ -73,10 +73,10 @@ void rnic_stag_table_save(struct rnic_sv *s, const struct rnic_stag_table *t)
     }
     rnic_sv_u32(s, nlinks);
     for (uint32_t i = 1; i < t->fresh; i++) {
-        const struct rnic_stag_entry *e = &t->entries[i];
+        uint32_t link = t->cold[i].link;
 
-        if (t->tags[i].state != RNIC_ENTRY_FREE && e->link) {
-            const struct rnic_recv_link *l = &t->links[e->link - 1];
+        if (t->tags[i].state != RNIC_ENTRY_FREE && link) {
+            const struct rnic_recv_link *l = &t->links[link - 1];
 
             rnic_sv_u64(s, l->queue);
             rnic_sv_u64(s, l->recv_id);
@@ -130,23 +130,34 @@ static struct rnic_page_list *list_load(struct rnic_ld *l,
     return list;
 }
 
-/* Entry @i, allocated: its fields, checked on their own. */
+/*
+ * Entry @i, allocated: its fields, checked on their own.  Kind and flags
+ * are checked before they are stored: the entry's bit-fields would drop
+ * the bits that make a damaged value wrong.
+ */
 static bool entry_load(struct rnic_ld *l, struct rnic_stag_table *t,
                        uint32_t i, bool valid)
 {
     struct rnic_stag_entry *e = &t->entries[i];
+    uint64_t base_to = rnic_ld_u64(l);
+    uint64_t length = rnic_ld_u64(l);
+    uint32_t pd = rnic_ld_u32(l);
+    uint8_t kind = rnic_ld_u8(l);
+    uint8_t flags = rnic_ld_u8(l);
+    uint8_t access = rnic_ld_u8(l);
+    bool in_to_space;
 
-    e->base_to = rnic_ld_u64(l);
-    e->length = rnic_ld_u64(l);
-    e->pd = rnic_ld_u32(l);
-    e->kind = rnic_ld_u8(l);
-    e->flags = rnic_ld_u8(l);
-    e->access = rnic_ld_u8(l);
-    if (l->failed || e->pd == 0 || e->pd > t->max_pds ||
-        e->kind > RNIC_STAG_MW_TYPE2 || (e->flags & ~ENTRY_FLAGS_ALL) ||
-        (e->access & ~ENTRY_ACCESS_ALL)) {
+    if (l->failed || pd == 0 || pd > t->max_pds ||
+        kind > RNIC_STAG_MW_TYPE2 || (flags & ~ENTRY_FLAGS_ALL) ||
+        (access & ~ENTRY_ACCESS_ALL)) {
         return false;
     }
+    e->base_to = base_to;
+    e->length = length;
+    e->pd = pd;
+    e->kind = kind;
+    e->flags = flags;
+    e->access = access;
     if (e->kind != RNIC_STAG_MR) {
         e->u.mw.mr_index = rnic_ld_u32(l);
         e->u.mw.qpn = rnic_ld_u32(l);
@@ -155,12 +166,16 @@ static bool entry_load(struct rnic_ld *l, struct rnic_stag_table *t,
                              RNIC_ENTRY_PHYS));
     }
     t->mrs++;
+    /*
+     * A region's TOs are checked against base and length alone, and it
+     * ends by the end of the TO space (resolve's common case counts on
+     * it); the physical STag spans all of it.
+     */
+    in_to_space = e->length == 0 || e->length - 1 <= UINT64_MAX - e->base_to;
     if (!(e->flags & RNIC_ENTRY_PAGE_LIST)) {
         e->u.mr.addr = rnic_ld_u64(l);
-        /* A region's TOs are checked against base and length alone. */
         return !(e->flags & RNIC_ENTRY_FAST_REG) &&
-               (e->length == 0 || e->length - 1 <= UINT64_MAX - e->base_to ||
-                (e->flags & RNIC_ENTRY_PHYS));
+               (in_to_space || (e->flags & RNIC_ENTRY_PHYS));
     }
     e->u.mr.list = list_load(l, e, valid);
     if (!e->u.mr.list) {
@@ -168,7 +183,7 @@ static bool entry_load(struct rnic_ld *l, struct rnic_stag_table *t,
         return false;
     }
     t->page_list_bytes += rnic_page_list_size(e->u.mr.list->capacity);
-    return !(e->flags & RNIC_ENTRY_PHYS);
+    return in_to_space && !(e->flags & RNIC_ENTRY_PHYS);
 }
 
 /* Indices 1 .. fresh - 1, then the free list in its order. */
@@ -181,14 +196,17 @@ static bool entries_load(struct rnic_ld *l, struct rnic_stag_table *t)
     }
     t->fresh = fresh;
     for (uint32_t i = 1; i < fresh; i++) {
-        t->tags[i].key = rnic_ld_u8(l);
-        t->tags[i].state = rnic_ld_u8(l);
-        if (t->tags[i].state > RNIC_ENTRY_VALID) {
-            t->tags[i].state = RNIC_ENTRY_FREE;
+        struct rnic_stag_entry *e = &t->entries[i];
+        uint8_t key = rnic_ld_u8(l);
+        uint8_t state = rnic_ld_u8(l);
+
+        if (state > RNIC_ENTRY_VALID) {
             return false;
         }
-        if (t->tags[i].state != RNIC_ENTRY_FREE &&
-            !entry_load(l, t, i, t->tags[i].state == RNIC_ENTRY_VALID)) {
+        rnic_stag_set_key(t, e, key);
+        rnic_stag_set_state(t, e, state);
+        if (state != RNIC_ENTRY_FREE &&
+            !entry_load(l, t, i, state == RNIC_ENTRY_VALID)) {
             return false;
         }
     }
@@ -198,7 +216,7 @@ static bool entries_load(struct rnic_ld *l, struct rnic_stag_table *t)
 
         /* each free index once: link is 0 until it is on the list */
         if (l->failed || i == 0 || i >= fresh ||
-            t->tags[i].state != RNIC_ENTRY_FREE || t->entries[i].link ||
+            t->tags[i].state != RNIC_ENTRY_FREE || t->cold[i].link ||
             i == t->free_tail) {
             return false;
         }
@@ -214,7 +232,7 @@ static bool windows_load(struct rnic_stag_table *t)
 {
     for (uint32_t i = 1; i < t->fresh; i++) {
         const struct rnic_stag_entry *e = &t->entries[i];
-        struct rnic_stag_entry *mr;
+        const struct rnic_stag_entry *mr;
 
         if (t->tags[i].state != RNIC_ENTRY_VALID || e->kind == RNIC_STAG_MR) {
             continue;
@@ -228,7 +246,7 @@ static bool windows_load(struct rnic_stag_table *t)
             rnic_stag_range_check(mr, e->base_to, e->length) != RNIC_STAG_OK) {
             return false;
         }
-        mr->u.mr.windows++;
+        t->cold[e->u.mw.mr_index].windows++;
     }
     return true;
 }
