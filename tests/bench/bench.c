@@ -51,6 +51,12 @@
  *    side, the placement copy), each measured in this run; a Write row's
  *    distance below it is the cost of all else (rnic's work per FPDU,
  *    system calls, the loop).
+ *  - read-64k-crc, read-1m-crc, read-64k-crc-qd16: MB/s of RDMA Reads
+ *    against RDMA Writes of the same size, one at a time (an ORD of 1, as
+ *    qperf connects) or 16 at a time (perftest's ORD), on one connection
+ *    (bench_read() says how).  With one thread driving both engines the
+ *    Read's extra hop costs a turn of the loop, not a wake-up of another
+ *    process: the device bench's dev-read-64k-ord1 has that.
  *  - send-64-rtt: microseconds per round trip of a 64-octet Send answered
  *    by a 64-octet Send, against raw TCP ping-pong of 64 octets.
  *  - stag-lookup / stag-resolve: calls per second with 1,048,576 regions
@@ -429,6 +435,21 @@ static void ep_rx(struct epf_side *s, int i)
     } while (n == sizeof(buf) && done < RNIC_EP_TX_BATCH_BYTES);
 }
 
+/* One turn of the loop both engines share: what is readable, then send. */
+static void engines_turn(void)
+{
+    int ev = wait_io();
+
+    if (ev & 1) {
+        ep_rx(&A, 0);
+    }
+    if (ev & 4) {
+        ep_rx(&B, 1);
+    }
+    ep_tx(&A, 0);
+    ep_tx(&B, 1);
+}
+
 /* Runs both engines until @s has @n receive completions (all drained). */
 static void run_until_recv(struct epf_side *s, uint32_t n)
 {
@@ -436,16 +457,7 @@ static void run_until_recv(struct epf_side *s, uint32_t n)
     uint32_t got = 0;
 
     while (got < n) {
-        int ev = wait_io();
-
-        if (ev & 1) {
-            ep_rx(&A, 0);
-        }
-        if (ev & 4) {
-            ep_rx(&B, 1);
-        }
-        ep_tx(&A, 0);
-        ep_tx(&B, 1);
+        engines_turn();
         got += rnic_cq_poll(s->rcq, cqe, 64);
         rnic_cq_poll(A.scq, cqe, 64);
         rnic_cq_poll(B.scq, cqe, 64);
@@ -457,14 +469,14 @@ static void run_until_recv(struct epf_side *s, uint32_t n)
  * it (65483 on loopback); otherwise the engine's default for a 1460-octet
  * MSS, as on an Ethernet path.
  */
-static void engines_up(bool crc, bool socket_mss)
+static void engines_up_rd(bool crc, bool socket_mss, uint16_t rd)
 {
-    struct epf_params pa = { .initiator = true };
-    struct epf_params pb = { .initiator = false };
+    struct epf_params pa = { .initiator = true, .max_rd = rd };
+    struct epf_params pb = { .initiator = false, .max_rd = rd };
     int mss = 0;
     socklen_t len = sizeof(mss);
 
-    epf_mpa_pair(crc, false, 0, 4, &pa.mpa, &pb.mpa);
+    epf_mpa_pair(crc, false, 0, rd, &pa.mpa, &pb.mpa);
     tcp_connect_pair();
     if (socket_mss &&
         !getsockopt(fd[0], IPPROTO_TCP, TCP_MAXSEG, &mss, &len) && mss > 0) {
@@ -472,6 +484,12 @@ static void engines_up(bool crc, bool socket_mss)
     }
     epf_init(&A, &pa, 10);
     epf_init(&B, &pb, 20);
+}
+
+/* ORD and IRD of 4 */
+static void engines_up(bool crc, bool socket_mss)
+{
+    engines_up_rd(crc, socket_mss, 4);
 }
 
 static void engines_down(void)
@@ -686,6 +704,101 @@ static void bench_write(const char *name, bool crc, bool socket_mss)
     report_ratio(name, mb / t, "MB/s", "raw-tcp", mb / t_raw, 1 / r);
     report_limit(name, crc, mb, t_raw);
     raw_pair_down();
+    engines_down();
+}
+
+/*
+ * RDMA Read against RDMA Write, the same octets in the same direction
+ * (A's memory into B's) over the same engines and connection, alternated
+ * run by run (the Write as the baseline).  Each run moves XFER_PER_RUN MiB
+ * in messages of @size octets with up to @depth of them not yet placed:
+ * depth 1 is a consumer with an ORD of 1 (qperf connects with that), 16
+ * one that keeps the device's ORD full (perftest).  B's Read is placed
+ * when it completes; A's Write when a zero-length Send posted behind it
+ * is received (as write-1m-* do).  The data goes the same way in both:
+ * a loopback connection can turn slow in one direction and stay so (in
+ * one run, Writes fell from 5.6 to 2.3 GB/s after their first runs while
+ * Reads bringing the data the other way stayed at 5.6), and a ratio must
+ * not compare one direction with the other.
+ */
+struct xfer {
+    bool read;
+    uint32_t size;
+    uint32_t depth;
+};
+
+static uint32_t read_stag;
+
+/* One turn of the loop: what B's send and receive CQs completed. */
+static void xfer_turn(uint32_t *b_sent, uint32_t *b_recv)
+{
+    struct rnic_cqe cqe[64];
+    uint32_t n;
+
+    engines_turn();
+    n = rnic_cq_poll(B.scq, cqe, 64);
+    for (uint32_t i = 0; i < n; i++) {
+        if (cqe[i].status != RNIC_WC_SUCCESS) {
+            fprintf(stderr, "bench: a %s failed\n",
+                    rnic_wc_opcode_str(cqe[i].opcode));
+            exit(1);
+        }
+    }
+    *b_sent += n;
+    *b_recv += rnic_cq_poll(B.rcq, cqe, 64);
+    rnic_cq_poll(A.scq, cqe, 64);
+}
+
+static void xfer_run(void *arg)
+{
+    const struct xfer *x = arg;
+    uint32_t total = (uint32_t)(XFER_PER_RUN * MIB / x->size);
+    uint32_t posted = 0, sent = 0, recv = 0;
+    uint32_t *placed = x->read ? &sent : &recv;
+    struct rnic_send_wr wr, fin = epf_wr(2, RNIC_WR_SEND, A.lkey, SRC_OFF, 0);
+
+    fin.num_sge = 0;
+    fin.flags = 0;
+    if (x->read) {
+        wr = epf_wr(1, RNIC_WR_READ, B.lkey, DST_OFF, x->size);
+        wr.remote_stag = read_stag;
+        wr.remote_to = epf_addr(SRC_OFF);
+    } else {
+        wr = epf_wr(1, RNIC_WR_WRITE, A.lkey, SRC_OFF, x->size);
+        wr.remote_stag = write_stag;
+        wr.remote_to = epf_addr(DST_OFF);
+        wr.flags = 0;
+    }
+    while (*placed < total) {
+        while (posted < total && posted - *placed < x->depth) {
+            if (x->read) {
+                epf_post(&B, &wr);
+            } else {
+                epf_post(&A, &wr);
+                epf_post_recv(&B, 1, DST_OFF, 0);
+                epf_post(&A, &fin);
+            }
+            posted++;
+        }
+        xfer_turn(&sent, &recv);
+    }
+}
+
+static void bench_read(const char *name, uint32_t size, uint32_t depth)
+{
+    struct xfer rd = { true, size, depth }, wr = { false, size, depth };
+    double mb = XFER_PER_RUN * (double)MIB / 1e6, t_rd, t_wr, r;
+    char base[64];
+
+    engines_up_rd(true, true, 16);
+    write_stag = epf_mr(&B, DST_OFF, MIB, RNIC_ACCESS_REMOTE_WRITE |
+                        RNIC_ACCESS_LOCAL_WRITE, RNIC_STAG_PERSISTENT, false);
+    read_stag = epf_mr(&A, SRC_OFF, MIB, RNIC_ACCESS_REMOTE_READ |
+                       RNIC_ACCESS_LOCAL_READ, RNIC_STAG_PERSISTENT, false);
+    r = median_time_paired(xfer_run, &rd, fds[0], xfer_run, &wr, fds[0],
+                           &t_rd, &t_wr);
+    snprintf(base, sizeof(base), "write%s", name + strlen("read"));
+    report_ratio(name, mb / t_rd, "MB/s", base, mb / t_wr, 1 / r);
     engines_down();
 }
 
@@ -963,6 +1076,14 @@ int main(int argc, char **argv)
         { "write-1m-crc-mss1460", true, false },
         { "write-1m-nocrc-mss1460", false, false },
     };
+    static const struct {
+        const char *name;
+        uint32_t size, depth;
+    } reads[] = {
+        { "read-64k-crc", 64 * 1024, 1 },
+        { "read-1m-crc", MIB, 1 },
+        { "read-64k-crc-qd16", 64 * 1024, 16 },
+    };
     const char *only = argc > 1 ? argv[1] : NULL;
 
     if (wanted(only, "crc32c")) {
@@ -971,6 +1092,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
         if (wanted(only, writes[i].name)) {
             bench_write(writes[i].name, writes[i].crc, writes[i].socket_mss);
+        }
+    }
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+        if (wanted(only, reads[i].name)) {
+            bench_read(reads[i].name, reads[i].size, reads[i].depth);
         }
     }
     if (wanted(only, "send-64-rtt-crc")) {

@@ -10,6 +10,10 @@
  *  - dev-write-1m: MB/s of 1 MiB RDMA Writes (the last one known placed
  *    when a Send behind it arrives), vs a TCP stream between processes;
  *  - dev-read-1m: MB/s of 1 MiB RDMA Reads, same baseline;
+ *  - dev-read-64k-ord16, dev-read-64k-ord1: MB/s of 64 KiB RDMA Reads on
+ *    a connection of ORD and IRD 16 (perftest's) and of 1 (qperf's: each
+ *    Read then waits for the Response before it), each against 64 KiB
+ *    Writes on the same connection (dev-write-64k), run by run;
  *  - dev-send-64-rtt: microseconds per round trip of a 64-byte Send
  *    answered by one, vs TCP ping-pong between processes; and
  *    dev-send-64-rtt-minus-qtest, the same less the time of its qtest
@@ -42,6 +46,10 @@
 QEMU_BUILD_BUG_ON(XFERS + 1 > (1 << QP_LOG) || XFERS + 1 > (1 << CQ_LOG));
 /* A ping-pong run's receives fit the RQ and their CQEs the CQ */
 QEMU_BUILD_BUG_ON(PINGS > (1 << QP_LOG) || PINGS > (1 << CQ_LOG));
+#define SMALL_XFERS 192             /* 64 KiB transfers per batch */
+#define SMALL_BATCHES 8             /* batches per timed run */
+QEMU_BUILD_BUG_ON(SMALL_XFERS + 1 > (1 << QP_LOG) ||
+                  SMALL_XFERS + 1 > (1 << CQ_LOG));
 #define SMALL       (MIB)           /* offset of the 64-byte buffers */
 #define BUF         (MIB + 4096)
 
@@ -204,6 +212,36 @@ static double dev_read_run(Dev *a, Dev *b)
     t0 = now();
     qrnic_post_sends(&b->t, &b->qp, w, XFERS);
     dev_cqes(b, RNIC_WQE_READ, XFERS, NAP_US);
+    return now() - t0;
+}
+
+/*
+ * SMALL_BATCHES times SMALL_XFERS 64 KiB Reads or Writes b <- a or b -> a
+ * (the Writes followed by a Send, as dev_write_run): the sizes of a
+ * consumer's 64 KiB messages (qperf's and perftest's default).
+ */
+static double dev_64k_run(Dev *a, Dev *b, uint8_t opcode)
+{
+    struct rnic_sq_wqe w[SMALL_XFERS + 1];
+    double t0 = now();
+
+    for (int k = 0; k < SMALL_BATCHES; k++) {
+        uint32_t n = SMALL_XFERS;
+
+        for (int i = 0; i < SMALL_XFERS; i++) {
+            w[i] = dev_wqe(b, opcode, a, 64 * 1024);
+        }
+        if (opcode == RNIC_WQE_WRITE) {
+            w[n++] = dev_wqe(b, RNIC_WQE_SEND, a, 64);
+            dev_post_recv(a);
+        }
+        qrnic_post_sends(&b->t, &b->qp, w, n);
+        dev_cqes(b, opcode, SMALL_XFERS, NAP_US);
+        if (opcode == RNIC_WQE_WRITE) {
+            dev_cqes(b, RNIC_WQE_SEND, 1, NAP_US);
+            dev_cqes(a, RNIC_WQE_RECV, 1, NAP_US);
+        }
+    }
     return now() - t0;
 }
 
@@ -393,6 +431,33 @@ static void bench_latency(const char *name, Dev *a, Dev *b, int fd)
            median(tb) * 1e6, median(rest_r));
 }
 
+/*
+ * 64 KiB Reads against 64 KiB Writes on a connection of ORD and IRD @rd,
+ * run by run (the Write as the baseline): with 1, every Read waits for the
+ * one before it, as qperf's do (it connects with an ORD of 1).
+ */
+static void bench_read_64k(const char *suffix, const char *args, uint8_t rd)
+{
+    g_autofree char *name = g_strdup_printf("dev-read-64k-ord%u%s", rd,
+                                            suffix);
+    g_autofree char *base = g_strdup_printf("dev-write-64k%s", suffix);
+    double t[RUNS], tb[RUNS], r[RUNS];
+    const double mb = SMALL_BATCHES * SMALL_XFERS * 65536.0 / 1e6;
+    Dev a, b;
+
+    dev_start(&a, args);
+    dev_start(&b, args);
+    qrnic_connect_qps(&a.t, a.qp.qpn, &b.t, b.qp.qpn, rd);
+    for (int i = 0; i < RUNS; i++) {
+        tb[i] = dev_64k_run(&a, &b, RNIC_WQE_WRITE);
+        t[i] = dev_64k_run(&a, &b, RNIC_WQE_READ);
+        r[i] = tb[i] / t[i];
+    }
+    report(name, mb / median(t), "MB/s", base, mb / median(tb), median(r));
+    qrnic_test_stop(&b.t);
+    qrnic_test_stop(&a.t);
+}
+
 /* One pair of QEMU processes with -device rnic@args, every figure. */
 static void bench_pair(const char *suffix, const char *args)
 {
@@ -415,6 +480,8 @@ static void bench_pair(const char *suffix, const char *args)
     tcp_join(fd, pid);
     qrnic_test_stop(&b.t);
     qrnic_test_stop(&a.t);
+    bench_read_64k(suffix, args, 16);
+    bench_read_64k(suffix, args, 1);
 }
 
 /* QEMU_BENCH_ARGS adds to every device's options (e.g. an IOThread). */
