@@ -151,29 +151,6 @@ void rnic_teardown(RnicState *s)
     rnic_db_fini(s);
 }
 
-/* Without an IOThread, ctx stays NULL: the main loop, as before. */
-static void rnic_thread_init(RnicState *s)
-{
-    if (s->params.iothread) {
-        object_ref(OBJECT(s->params.iothread));
-        s->ctx = iothread_get_aio_context(s->params.iothread);
-        qemu_rec_mutex_init(&s->lock);
-        s->irq_bh = qemu_bh_new(rnic_irq_bh, s);
-    }
-}
-
-/* At finalize: the last entry (maybe a deferred unplug's) is over. */
-static void rnic_thread_fini(RnicState *s)
-{
-    if (s->irq_bh) {
-        qemu_bh_delete(s->irq_bh);
-        s->irq_bh = NULL;
-        s->ctx = NULL;
-        qemu_rec_mutex_destroy(&s->lock);
-        object_unref(OBJECT(s->params.iothread));
-    }
-}
-
 static void rnic_cmdq_bh(void *opaque)
 {
     rnic_guarded(opaque, rnic_cmdq_run, opaque);
@@ -188,8 +165,9 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
 {
     RnicState *s = RNIC(pdev);
 
-    if (!rnic_parse_properties(s, errp) || !rnic_capture_realize(s, errp) ||
-        !rnic_verbs_init(s, errp)) {
+    /* A failure from here on leaves the thread to finalize. */
+    if (!rnic_parse_properties(s, errp) || !rnic_thread_init(s, errp) ||
+        !rnic_capture_realize(s, errp) || !rnic_verbs_init(s, errp)) {
         return;
     }
     if (!rnic_cm_init(s, errp)) {
@@ -198,7 +176,6 @@ static void rnic_realize(PCIDevice *pdev, Error **errp)
     }
     /* QEMU's scheme for NICs without one: 52:54:00:12:34:56 onwards. */
     qemu_macaddr_default_if_unset(&s->params.mac);
-    rnic_thread_init(s);
     rnic_dma_init(s);
     rnic_dp_init(s);
     rnic_db_init(s);
@@ -364,7 +341,10 @@ static const RnicProp rnic_props[] = {
     { DEFINE_PROP_LINK("iothread", RnicState, params.iothread, TYPE_IOTHREAD,
                        IOThread *),
       "run sockets, MPA, placement and completions in this IOThread "
-      "(-object iothread,id=ID); default: the main loop" },
+      "(-object iothread,id=ID); default: an IOThread of the device's own" },
+    { DEFINE_PROP_BOOL("main-loop", RnicState, params.main_loop, false),
+      "no IOThread: run them in QEMU's main loop, as the device's other "
+      "work (slower; for debugging, record/replay, fuzzing)" },
     { DEFINE_PROP_STRING("migrate-connections", RnicState,
                          params.mig_conns_str),
       "what a live migration does with a connected QP: repair (move its "

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Where the device's work runs: QEMU's main loop (the default), or the
- * AioContext of an IOThread (-device rnic,iothread=ID), as virtio-blk and
- * virtio-scsi dataplane do it.  Every socket handler, timer and bottom
- * half of the device is made here, on the device's context.
+ * Where the device's work runs: the AioContext of an IOThread, as
+ * virtio-blk and virtio-scsi dataplane do it -- the one iothread=ID names,
+ * else one the device makes for itself -- or, with main-loop=on, QEMU's
+ * main loop (ctx NULL).  Every socket handler, timer and bottom half of
+ * the device is made here, on the device's context.
  *
  * With an IOThread the device state has one lock (RnicState.lock, taken
  * by rnic_enter): the IOThread holds it while it runs commands, work
@@ -37,7 +38,79 @@
 #include "qemu/timer.h"
 #include "qemu/thread.h"
 #include "block/aio-wait.h"
+#include "qapi/error.h"
+#include "system/iothread.h"
 #include "rnic.h"
+
+/*
+ * At realize: the device's context.  Without iothread= the device makes
+ * an IOThread of its own, an internal one as the monitor's is (QMP's
+ * query-iothreads does not list it).  Its name "rnicN", N counting the
+ * devices made so far, is unique in the process and short enough for
+ * -name debug-threads=on to name the thread "IO rnicN" (15 characters at
+ * most, or Linux keeps the process's name).
+ */
+bool rnic_thread_init(RnicState *s, Error **errp)
+{
+    static unsigned made;
+    IOThread *io = s->params.iothread;
+
+    if (s->params.main_loop) {
+        if (io) {
+            error_setg(errp, "rnic: iothread and main-loop=on exclude each "
+                       "other");
+            return false;
+        }
+        return true;        /* ctx stays NULL: the main loop */
+    }
+    if (io) {
+        object_ref(OBJECT(io));
+    } else {
+        g_autofree char *name = g_strdup_printf("rnic%u", made++);
+
+        io = iothread_create(name, errp);
+        if (!io) {
+            return false;
+        }
+        s->own_iothread = io;
+    }
+    s->ctx = iothread_get_aio_context(io);
+    qemu_rec_mutex_init(&s->lock);
+    s->irq_bh = qemu_bh_new(rnic_irq_bh, s);
+    return true;
+}
+
+static void rnic_iothread_destroy_bh(void *opaque)
+{
+    iothread_destroy(opaque);
+}
+
+/*
+ * At finalize: the last entry (maybe a deferred unplug's) is over, and
+ * the teardown deleted every bottom half, timer and handler it had on
+ * the context.  The device's own IOThread stops with it; the thread
+ * cannot join itself, so if the IOThread let go of the device last, the
+ * main loop stops it.
+ */
+void rnic_thread_fini(RnicState *s)
+{
+    if (!s->irq_bh) {
+        return;
+    }
+    qemu_bh_delete(s->irq_bh);
+    s->irq_bh = NULL;
+    qemu_rec_mutex_destroy(&s->lock);
+    if (!s->own_iothread) {
+        object_unref(OBJECT(s->params.iothread));
+    } else if (in_aio_context_home_thread(s->ctx)) {
+        aio_bh_schedule_oneshot(qemu_get_aio_context(),
+                                rnic_iothread_destroy_bh, s->own_iothread);
+    } else {
+        iothread_destroy(s->own_iothread);
+    }
+    s->own_iothread = NULL;
+    s->ctx = NULL;
+}
 
 /* Rule 2: the IOThread is in the device without the BQL. */
 bool rnic_in_iothread(RnicState *s)

@@ -260,7 +260,8 @@ typedef struct RnicParams {
     char *mig_conns_str;            /* migrate-connections */
     bool mig_repair;                /* repair (else reset) */
     MACAddr mac;                    /* QUERY_DEVICE reports it */
-    struct IOThread *iothread;      /* NULL: the main loop */
+    struct IOThread *iothread;      /* NULL: the device's own */
+    bool main_loop;                 /* main-loop=on: no IOThread at all */
     /* given as strings; parsed at realize into the field below each */
     char *mpa_crc_str;
     enum rnic_mpa_crc_policy mpa_crc;
@@ -283,8 +284,9 @@ struct RnicState {
     MemoryRegion udb;       /* BAR 4: doorbell pages (rnic-regs.c) */
     QEMUBH *cmdq_bh;
 
-    /* rnic-thread.c: NULL (the main loop) or params.iothread's context */
+    /* rnic-thread.c: NULL (main-loop=on), or an IOThread's context */
     AioContext *ctx;
+    struct IOThread *own_iothread;  /* without params.iothread: ours */
     QemuRecMutex lock;      /* with an IOThread: held inside rnic_enter */
     int owner_tid;          /* the thread inside rnic_enter, or 0 */
     QEMUBH *irq_bh;         /* main loop: sends the vectors in irq_mask */
@@ -555,6 +557,8 @@ void rnic_set_fd_handler(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
                          void *opaque);
 QEMUTimer *rnic_timer_new_ms(RnicState *s, QEMUTimerCB *cb, void *opaque);
 QEMUBH *rnic_bh_new(RnicState *s, QEMUBHFunc *cb, void *opaque);
+bool rnic_thread_init(RnicState *s, Error **errp);
+void rnic_thread_fini(RnicState *s);
 void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s));
 
 /* rnic-ring.c */

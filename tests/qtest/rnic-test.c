@@ -860,12 +860,13 @@ static void test_bad_wqe(void)
 /*
  * Hot-unplug from a PCIe root port (native hotplug, the test playing the
  * guest that powers the slot off) while the device holds a connection
- * handed in by the host: the device goes and the connection is closed.
+ * handed in by the host: the device goes and the connection is closed,
+ * and the device's own IOThread stops.
  */
 static void test_hot_unplug(void)
 {
     QTestState *qts = qtest_init(
-        "-M q35 -nodefaults "
+        "-M q35 -nodefaults -name debug-threads=on "
         "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off "
         "-device pcie-root-port,id=rp0,bus=pcie.0,addr=0x2,chassis=1 "
         "-device rnic,id=r,bus=rp0");
@@ -877,6 +878,7 @@ static void test_hot_unplug(void)
     struct timeval tv = { .tv_sec = 5 };
 
     g_assert_nonnull(rp);
+    g_assert_cmpint(qrnic_iothreads(qts, NULL), ==, 1);
     /* A TCP connection made outside QEMU, handed to the device. */
     lfd = qrnic_tcp_listen(&port);
     outside = qrnic_tcp_connect(port, 0);
@@ -901,6 +903,7 @@ static void test_hot_unplug(void)
     g_assert_cmpint(read(outside, &b, 1), ==, 0);
     close(outside);
     close(lfd);
+    g_assert_cmpint(qrnic_iothreads(qts, NULL), ==, 0);
     g_free(rp);
     qpci_free_pc(bus);
     qtest_quit(qts);

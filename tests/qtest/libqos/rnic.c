@@ -184,17 +184,30 @@ static void qrnic_test_open(QRnic *t, int index)
 }
 
 bool qrnic_test_iothread;
+bool qrnic_test_main_loop;
 
-/* With qrnic_test_iothread: one IOThread, every rnic device on it. */
+bool qrnic_test_threaded(void)
+{
+    return !qrnic_test_main_loop;
+}
+
+/*
+ * With qrnic_test_iothread: one IOThread, every rnic device on it; with
+ * qrnic_test_main_loop, every rnic device on the main loop; else each
+ * device on an IOThread of its own (the default).
+ */
 static char *qrnic_test_args(const char *args)
 {
     g_auto(GStrv) parts = NULL;
     g_autofree char *joined = NULL;
 
-    if (!qrnic_test_iothread) {
+    if (!qrnic_test_iothread && !qrnic_test_main_loop) {
         return g_strdup(args);
     }
     parts = g_strsplit(args, "-device rnic", -1);
+    if (qrnic_test_main_loop) {
+        return g_strjoinv("-device rnic,main-loop=on", parts);
+    }
     joined = g_strjoinv("-device rnic,iothread=rnicio", parts);
     return g_strdup_printf("-object iothread,id=rnicio %s", joined);
 }
@@ -205,11 +218,34 @@ static void qrnic_test_init(QRnic *t, const char *args)
 
     memset(t, 0, sizeof(*t));
     t->owner = true;
-    t->args = g_strdup_printf("-M q35 -nodefaults %s", full);
+    /* Threads named ("IO rnic0"), for tests that look for an IOThread. */
+    t->args = g_strdup_printf("-M q35 -nodefaults -name debug-threads=on %s",
+                              full);
     t->qts = qtest_init(t->args);
     t->alloc = g_new0(QGuestAllocator, 1);
     pc_alloc_init(t->alloc, t->qts, ALLOC_NO_FLAGS);
     t->bus = qpci_new_pc(t->qts, t->alloc);
+}
+
+int qrnic_iothreads(QTestState *qts, int64_t *tid)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/task",
+                                           (int)qtest_pid(qts));
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    int n = 0;
+
+    g_assert_nonnull(d);
+    while ((name = g_dir_read_name(d))) {
+        g_autofree char *path = g_strdup_printf("%s/%s/comm", dir, name);
+        g_autofree char *comm = NULL;
+
+        if (g_file_get_contents(path, &comm, NULL, NULL) &&
+            g_str_has_prefix(comm, "IO rnic") && !n++ && tid) {
+            *tid = g_ascii_strtoll(name, NULL, 10);
+        }
+    }
+    return n;
 }
 
 /* glib 2.68 has it: QEMU's minimum is older, Debian 12 has 2.74. */
@@ -752,7 +788,7 @@ void qrnic_wait_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t cqn,
 void qrnic_settle(QRnic *t)
 {
     qtest_clock_step(t->qts, 1000);
-    if (qrnic_test_iothread) {
+    if (qrnic_test_threaded()) {
         g_usleep(20 * 1000);
     }
 }
@@ -974,6 +1010,7 @@ void qrnic_connect_qps(QRnic *a, uint32_t qpa, QRnic *b, uint32_t qpb,
 typedef struct QRnicCase {
     void (*fn)(void);
     bool iothread;
+    bool main_loop;
 } QRnicCase;
 
 static void qrnic_test_run_case(const void *data)
@@ -981,22 +1018,33 @@ static void qrnic_test_run_case(const void *data)
     const QRnicCase *c = data;
 
     qrnic_test_iothread = c->iothread;
+    qrnic_test_main_loop = c->main_loop;
     c->fn();
-    qrnic_test_iothread = false;
+    qrnic_test_iothread = qrnic_test_main_loop = false;
+}
+
+/* @fn as DIR/@variant/LEAF of @path, or as @path itself (NULL). */
+static void qrnic_test_add_case(const char *path, const char *variant,
+                                void (*fn)(void), bool iothread,
+                                bool main_loop)
+{
+    const char *leaf = strrchr(path, '/');
+    QRnicCase *c = g_new0(QRnicCase, 1);
+    g_autofree char *name = variant ?
+        g_strdup_printf("%.*s/%s%s", (int)(leaf - path), path, variant,
+                        leaf) : g_strdup(path);
+
+    c->fn = fn;
+    c->iothread = iothread;
+    c->main_loop = main_loop;
+    qtest_add_data_func(name, c, qrnic_test_run_case);
 }
 
 void qrnic_test_add_both(const char *path, void (*fn)(void))
 {
-    g_autofree char *io = NULL;
-    const char *leaf = strrchr(path, '/');
-    QRnicCase *plain = g_new0(QRnicCase, 1);
-    QRnicCase *threaded = g_new0(QRnicCase, 1);
-
-    plain->fn = threaded->fn = fn;
-    threaded->iothread = true;
-    io = g_strdup_printf("%.*s/iothread%s", (int)(leaf - path), path, leaf);
-    qtest_add_data_func(path, plain, qrnic_test_run_case);
-    qtest_add_data_func(io, threaded, qrnic_test_run_case);
+    qrnic_test_add_case(path, NULL, fn, false, false);
+    qrnic_test_add_case(path, "iothread", fn, true, false);
+    qrnic_test_add_case(path, "main-loop", fn, false, true);
 }
 
 uint16_t qrnic_alloc_mr(QRnic *t, uint32_t pdn, uint32_t max_pages,

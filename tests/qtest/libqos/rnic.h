@@ -59,12 +59,29 @@ void qrnic_udb_wr(QRnic *t, uint32_t page, uint32_t reg, uint32_t val);
 uint32_t qrnic_udb_rd(QRnic *t, uint32_t page, uint32_t reg);
 
 /*
- * True while a test runs with every rnic device on an IOThread
- * (-object iothread,id=rnicio -device rnic,iothread=rnicio,...).
+ * True while a test runs with every rnic device on one IOThread of the
+ * test's (-object iothread,id=rnicio -device rnic,iothread=rnicio,...).
  */
 extern bool qrnic_test_iothread;
-/* @fn as @path (main loop) and as DIR/iothread/LEAF (on an IOThread). */
+/* True while a test runs with every rnic device on the main loop. */
+extern bool qrnic_test_main_loop;
+/*
+ * Whether the devices' work runs beside qtest, in real time: on an
+ * IOThread, the device's own (the default) or qrnic_test_iothread's.
+ */
+bool qrnic_test_threaded(void);
+/*
+ * @fn three times: as @path (each device on an IOThread of its own, the
+ * default), as DIR/iothread/LEAF (qrnic_test_iothread) and as
+ * DIR/main-loop/LEAF (qrnic_test_main_loop).
+ */
 void qrnic_test_add_both(const char *path, void (*fn)(void));
+/*
+ * Threads of @qts's QEMU named "IO rnic..." (QEMU started with -name
+ * debug-threads=on): the devices' own IOThreads ("IO rnic0") and the
+ * tests' ("IO rnicio"); the first one's id in *@tid if @tid.
+ */
+int qrnic_iothreads(QTestState *qts, int64_t *tid);
 
 /* Bring-up: QEMU with "-device rnic<extra>", then rings and MSI-X. */
 void qrnic_test_start(QRnic *t, const char *extra);
