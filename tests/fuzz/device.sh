@@ -17,8 +17,10 @@ shift
 # included, which only a rule without a port allows); naming ports would
 # turn them into ERR_DENIED and leave the socket paths unfuzzed.
 addr=127.255.255.254
+# main-loop=on: the device's work in the fuzzer's own thread, as each input
+# runs it (on an IOThread it would run beside, and a crash not replay).
 # allow-any-port: coverage of the socket paths (above); an address of its own
-export QEMU_FUZZ_ARGS="-M q35 -nodefaults -device rnic,listen-allow=$addr,peer-allow=$addr"
+export QEMU_FUZZ_ARGS="-M q35 -nodefaults -device rnic,main-loop=on,listen-allow=$addr,peer-allow=$addr"
 # The device's memory regions: rnic-regs (BAR 0), rnic-udb (BAR 4, the
 # doorbell pages) and its MSI-X BAR.
 export QEMU_FUZZ_OBJECTS="rnic*"
