@@ -23,6 +23,7 @@
 void rnic_dev_cq_deliver(RnicState *s, RnicCq *cq)
 {
     RnicRing *r = &cq->ring;
+    uint32_t prod = r->prod;
     struct rnic_cqe c;
 
     while (rnic_ring_used(r) < rnic_ring_entries(r) &&
@@ -49,7 +50,13 @@ void rnic_dev_cq_deliver(RnicState *s, RnicCq *cq)
         cq->overflow_reported = true;
         rnic_eq_post(s, RNIC_EV_CQ_OVERFLOW, cq->cqn, 0, 0);
     }
-    if (cq->irq_pending) {
+    /*
+     * The interrupt an arm asked for follows the completion into the
+     * ring: a guest interrupted before it is there finds nothing new, and
+     * a driver that then waits for the entry with its arm already used up
+     * is never woken (the ring full, the completion staged here).
+     */
+    if (cq->irq_pending && r->prod != prod) {
         cq->irq_pending = false;
         rnic_irq(s, cq->vector);
     }

@@ -647,6 +647,50 @@ static void test_arm_with_waiting_completions(void)
     qrnic_test_stop(&t);
 }
 
+/*
+ * An arm used up while the guest's ring is full: the interrupt waits for
+ * the completion to be in the ring.  Raised before, it would find nothing
+ * new, and the completion written when the guest makes room would come
+ * with no interrupt at all.
+ */
+static void test_arm_with_ring_full(void)
+{
+    struct rnic_cq_entry e;
+    uint32_t pdn, cqn;
+    uint64_t ring;
+    QRnicQp qp;
+    QRnic t;
+
+    qrnic_test_start(&t, NULL);
+    qrnic_test_enable(&t);
+    pdn = qrnic_create_pd(&t);
+    cqn = qrnic_create_cq(&t, 1, 3, &ring);
+    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
+                    RNIC_CMD_OK);
+    qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
+    for (int i = 0; i < 2; i++) {
+        struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
+
+        qrnic_post_recv(&t, &qp, &w);
+    }
+    qrnic_settle(&t);
+    g_assert_true(qrnic_read_cqe(&t, ring, 1, 1, &e));
+    g_assert_false(qrnic_msix_fired(&t, 3));
+    /* the ring of two is full: the next completion waits in the device */
+    qrnic_wr(&t, RNIC_REG_DB_CQ_ARM, cqn | RNIC_DB_ARM_NEXT);
+    qrnic_post_recv(&t, &qp, &(struct rnic_rq_wqe) {
+                        .wr_id = cpu_to_le64(0x102) });
+    qrnic_settle(&t);
+    g_assert_false(qrnic_read_cqe(&t, ring, 1, 2, &e));
+    g_assert_false(qrnic_msix_fired(&t, 3));
+    qrnic_wr(&t, RNIC_REG_DB_CQ, RNIC_DB_VALUE(cqn, 2));
+    qrnic_settle(&t);
+    g_assert_true(qrnic_read_cqe(&t, ring, 1, 2, &e));
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0x102);
+    g_assert_true(qrnic_msix_fired(&t, 3));
+    qrnic_test_stop(&t);
+}
+
 static bool wait_cqe(QRnic *t, uint64_t ring, uint8_t log, uint32_t index,
                      struct rnic_cq_entry *e)
 {
@@ -1058,6 +1102,7 @@ int main(int argc, char **argv)
     qrnic_test_add_both("/rnic/wq/doorbell-pages", test_doorbell_pages);
     qrnic_test_add_both("/rnic/wq/arm-with-waiting-completions",
                         test_arm_with_waiting_completions);
+    qrnic_test_add_both("/rnic/wq/arm-with-ring-full", test_arm_with_ring_full);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
     qtest_add_func("/rnic/sock-buf-bounds", test_sock_buf_bounds);
