@@ -224,12 +224,7 @@ e2e_rnic_unload_clean
 GUEST
 
 e2e_rnic_pair
-run=$E2E_OUT/$name
-mkdir -p "$run"
-rm -f "$run"/*.sock
-# the guest's second serial port: the host's word that the move is over
-ctl() { echo "-chardev socket,id=ctl,path=$run/$1-ctl.sock,server=on,wait=off -device isa-serial,chardev=ctl -qmp unix:$run/$1-qmp.sock,server=on,wait=off"; }
-qmp() { python3 "$E2E_LIB/qmp.py" "$run/$1-qmp.sock" "${@:2}"; }
+e2e_migrate_init "$name"
 
 # shellcheck disable=SC2086,SC2154
 e2e_guest_start "$name-target" "$initrd" \
@@ -238,31 +233,20 @@ hargs="e2e.role=host e2e.ip=$net.2/24 e2e.peer=$net.1 e2e.port=$port"
 host=(-device "$dev,migrate-connections=reset" -trace 'rnic_mig_*')
 # shellcheck disable=SC2086,SC2046
 e2e_guest_start "$name-host" "$initrd" "$hargs" $rnic_io "${host[@]}" \
-    $(ctl src)
+    $(e2e_migrate_ctl src)
 
 rc=0
 e2e_wait_marker "$name-host" E2E-MIGRATE-READY 400
 # shellcheck disable=SC2086,SC2046
 e2e_guest_start "$name-moved" "$initrd" "$hargs" $rnic_io "${host[@]}" \
-    $(ctl dst) -incoming "unix:$run/mig.sock"
+    $(e2e_migrate_ctl dst) -incoming "unix:$run/mig.sock"
 for _ in $(seq 100); do [ -S "$run/mig.sock" ] && break; sleep 0.1; done
-qmp src migrate "{\"uri\": \"unix:$run/mig.sock\"}" >/dev/null
-info=$(qmp src --wait query-migrate status completed 300) || rc=1
-python3 - "$info" <<'EOF' >&2 || true
-import json, sys
-m = json.loads(sys.argv[1])
-print(f"e2e: migration: downtime {m.get('downtime')} ms, total "
-      f"{m.get('total-time')} ms, {m['ram']['transferred']} bytes of RAM "
-      f"sent (setup {m.get('setup-time')} ms)")
-EOF
-qmp dst --wait query-status status running 120 >/dev/null || rc=1
-qmp src quit >/dev/null || true
-e2e_guest_wait "$name-host" 2>/dev/null || true
-tr -d '\r' <"$E2E_LOGS/$name-host.log" | grep -E 'rnic_mig_|^E2E-' >&2 || true
-grep -q '^E2E-FAIL' "$E2E_LOGS/$name-host.log" && rc=1
-grep -q '^E2E-PASS nvme-io-before-move' "$E2E_LOGS/$name-host.log" || rc=1
-python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"go\n")' \
-    "$run/dst-ctl.sock" || rc=1
+e2e_migrate_qmp src migrate "{\"uri\": \"unix:$run/mig.sock\"}" >/dev/null
+e2e_migrate_done || rc=1
+e2e_migrate_qmp dst --wait query-status status running 120 >/dev/null || rc=1
+e2e_migrate_qmp src quit >/dev/null || true
+e2e_migrate_left "$name-host" nvme-io-before-move || rc=1
+e2e_migrate_go || rc=1
 e2e_guest_wait "$name-moved" || rc=1
 tr -d '\r' <"$E2E_LOGS/$name-moved.log" |
     grep -E 'rnic_mig_|^E2E-FIGURE|nvme nvme0: (starting|Reconnecting|Successfully)' |

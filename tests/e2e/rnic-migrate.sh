@@ -51,6 +51,18 @@ port=$(e2e_arg port)
 mode=$(e2e_arg mode)
 count=2000
 
+# The rping across the move, by its status $1 and its pings' lines $2:
+# none failed verification; moved (not reset), it ran to its last ping.
+judge_move() {
+    echo "rping across the move: status $1, $(grep -c 'ping data' /tmp/move.out) pings"
+    cat /tmp/move.err
+    e2e_check rping-move-verified sh -c '! grep -i -e mismatch -e invalid /tmp/move.out /tmp/move.err'
+    if [ "$mode" != reset ]; then
+        e2e_check rping-move-status test "$1" -eq 0
+        e2e_rping_count /tmp/move.out "$2" rping-move $count
+    fi
+}
+
 if [ "$role" = siw ]; then
     e2e_siw_up "$me" || exit
     ip route add default via 10.0.2.2
@@ -61,14 +73,7 @@ if [ "$role" != client ]; then
     e2e_check rping-before timeout 300 rping -s -a "$me" -p "$port" -C 20 -V
     # stderr apart: its lines would land inside the pings' lines
     timeout 600 rping -s -a "$me" -p "$port" -v -V -C $count >/tmp/move.out 2>/tmp/move.err
-    rc=$?
-    echo "rping server across the move: status $rc, $(grep -c 'ping data' /tmp/move.out) pings"
-    cat /tmp/move.err
-    e2e_check rping-move-verified sh -c '! grep -i -e mismatch -e invalid /tmp/move.out /tmp/move.err'
-    if [ "$mode" != reset ]; then
-        e2e_check rping-move-status test $rc -eq 0
-        e2e_rping_count /tmp/move.out 'server ping data: rdma-ping-' rping-move $count
-    fi
+    judge_move $? 'server ping data: rdma-ping-'
     e2e_check rping-after timeout 300 rping -s -a "$me" -p "$port" -C 20 -V
     exit
 fi
@@ -92,14 +97,7 @@ echo "E2E-MIGRATE-READY $(grep -c 'ping data' /tmp/move.out) pings"
 head -n 1 /dev/ttyS1
 echo "moved: the rping that was running"
 wait $pid
-rc=$?
-echo "status $rc, $(grep -c 'ping data' /tmp/move.out) pings"
-cat /tmp/move.err
-e2e_check rping-move-verified sh -c '! grep -i -e mismatch -e invalid /tmp/move.out /tmp/move.err'
-if [ "$mode" != reset ]; then
-    e2e_check rping-move-status test $rc -eq 0
-    e2e_rping_count /tmp/move.out '^ping data: rdma-ping-' rping-move $count
-fi
+judge_move $? '^ping data: rdma-ping-'
 e2e_retry rping-after 60 timeout 60 rping -c -a "$peer" -p "$port" -C 20 -V
 e2e_rnic_unload_clean
 GUEST
@@ -112,11 +110,7 @@ if [ "$peer" = siw ]; then
 fi
 
 e2e_rnic_pair
-run=$E2E_OUT/$name
-mkdir -p "$run"
-rm -f "$run"/*.sock
-# the guest's second serial port: the host's word that the move is over
-ctl() { echo "-chardev socket,id=ctl,path=$run/$1-ctl.sock,server=on,wait=off -device isa-serial,chardev=ctl -qmp unix:$run/$1-qmp.sock,server=on,wait=off"; }
+e2e_migrate_init "$name"
 
 # what becomes of the connections: cpr moves them, a snapshot cuts them
 conns=$mode
@@ -147,11 +141,10 @@ if [ "$mode" = cpr ]; then
 fi
 # shellcheck disable=SC2086,SC2046
 e2e_guest_start "$name-client" "$initrd" "$cargs" $rnic_io "${client[@]}" \
-    $(ctl src)
+    $(e2e_migrate_ctl src)
 
 rc=0
 e2e_wait_marker "$name-client" E2E-MIGRATE-READY 600
-# shellcheck disable=SC2086,SC2046
 incoming=(-incoming "unix:$run/mig.sock")
 channels="[{\"channel-type\": \"main\", \"addr\": {\"transport\": \"socket\", \"type\": \"unix\", \"path\": \"$run/mig.sock\"}}"
 if [ "$mode" = cpr ]; then
@@ -159,11 +152,10 @@ if [ "$mode" = cpr ]; then
     incoming+=(-incoming "$cpr")
     channels+=", $cpr"
 fi
-qmp() { python3 "$E2E_LIB/qmp.py" "$run/$1-qmp.sock" "${@:2}"; }
 moved() {
     # shellcheck disable=SC2086,SC2046
     e2e_guest_start "$name-moved" "$initrd" "$cargs" $rnic_io "${client[@]}" \
-        $(ctl dst) "${incoming[@]}"
+        $(e2e_migrate_ctl dst) "${incoming[@]}"
 }
 if [ "$mode" = snapshot ]; then
     # the old QEMU writes the VM to a file and quits; a new one reads it
@@ -177,31 +169,21 @@ else
     for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 fi
 [ "$mode" != cpr ] ||
-    qmp src migrate-set-parameters '{"mode": "cpr-transfer"}' >/dev/null
-qmp src migrate "{\"channels\": $channels]}" >/dev/null
-info=$(qmp src --wait query-migrate status completed 300) || rc=1
-python3 - "$info" <<'EOF' >&2 || true
-import json, sys
-m = json.loads(sys.argv[1])
-print(f"e2e: migration: downtime {m.get('downtime')} ms, total "
-      f"{m.get('total-time')} ms, {m['ram']['transferred']} bytes of RAM "
-      f"sent (setup {m.get('setup-time')} ms)")
-EOF
+    e2e_migrate_qmp src migrate-set-parameters '{"mode": "cpr-transfer"}' \
+        >/dev/null
+e2e_migrate_qmp src migrate "{\"channels\": $channels]}" >/dev/null
+e2e_migrate_done || rc=1
 if [ "$mode" = snapshot ]; then
-    qmp src quit >/dev/null || true
+    e2e_migrate_qmp src quit >/dev/null || true
     t0=$(date +%s%N)
     moved
 fi
-qmp dst --wait query-status status running 120 >/dev/null || rc=1
+e2e_migrate_qmp dst --wait query-status status running 120 >/dev/null || rc=1
 [ "$mode" != snapshot ] ||
     e2e_log "snapshot: the new QEMU ran the guest $((($(date +%s%N) - t0) / 1000000)) ms after it started"
-qmp src quit >/dev/null 2>&1 || true
-e2e_guest_wait "$name-client" 2>/dev/null || true
-tr -d '\r' <"$E2E_LOGS/$name-client.log" | grep -E 'rnic_mig_|^E2E-' >&2 || true
-grep -q '^E2E-FAIL' "$E2E_LOGS/$name-client.log" && rc=1
-grep -q '^E2E-PASS rping-before' "$E2E_LOGS/$name-client.log" || rc=1
-python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"go\n")' \
-    "$run/dst-ctl.sock" || rc=1
+e2e_migrate_qmp src quit >/dev/null 2>&1 || true
+e2e_migrate_left "$name-client" rping-before || rc=1
+e2e_migrate_go || rc=1
 e2e_guest_wait "$name-moved" || rc=1
 tr -d '\r' <"$E2E_LOGS/$name-moved.log" | grep -E 'rnic_mig_' >&2 || true
 e2e_guest_wait "$name-server" || rc=1

@@ -137,6 +137,7 @@ static void test_migrate_objects(void)
 static void test_migrate_connected_reset(void)
 {
     uint32_t pa, pb, ca, cb, mra, cons = 0;
+    uint64_t tx;
     uint64_t ra, rb, bufa;
     struct rnic_cq_entry e;
     struct rnic_event ev;
@@ -158,11 +159,23 @@ static void test_migrate_connected_reset(void)
     bufa = guest_alloc(a.alloc, 4096);
     g_assert_cmphex(qrnic_reg_mr(&a, pa, bufa, 4096, RNIC_ACC_LOCAL_WRITE,
                                  0x11, &mra), ==, RNIC_CMD_OK);
+    w = mig_recv(0xabb, mra, bufa);
+    qrnic_post_recv(&a, &qa, &w);
     w = mig_recv(0xabc, mra, bufa);
     qrnic_post_recv(&a, &qa, &w);
     qrnic_connect_qps(&a, qa.qpn, &b, qb.qpn, 1);
+    /* a zero-length Send from b takes the first receive */
+    qrnic_post_send(&b, &qb, &(struct rnic_sq_wqe) {
+                        .wr_id = cpu_to_le64(0xb1), .opcode = RNIC_WQE_SEND });
+    qrnic_wait_cqe(&a, ra, 4, ca, &cons, &e);
+    g_assert_cmphex(le64_to_cpu(e.wr_id), ==, 0xabb);
+    g_assert_cmpuint(e.status, ==, RNIC_CQE_SUCCESS);
+    tx = qrnic_qom_int(&b, "b", "stat-tx-bytes");
+    g_assert_cmpuint(tx, >, 0);
 
     qrnic_test_migrate(&a, &b);
+    /* the counters move; the cut connection sends nothing more */
+    g_assert_cmpuint(qrnic_qom_int(&b, "b", "stat-tx-bytes"), ==, tx);
     qrnic_expect_event(&a, RNIC_EV_CONN_CLOSED, &ev);
     g_assert_cmpuint(le32_to_cpu(ev.id), ==, qa.qpn);
     qrnic_expect_event(&b, RNIC_EV_CONN_CLOSED, &ev);

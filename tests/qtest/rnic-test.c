@@ -603,6 +603,20 @@ static void test_flush_to_guest_cq(void)
     qrnic_test_stop(&t);
 }
 
+/* A CQ of two entries on MSI-X vector 3, a QP of 4+4 entries using it. */
+static uint32_t start_with_cq_of_two(QRnic *t, uint64_t *ring, QRnicQp *qp)
+{
+    uint32_t pdn, cqn;
+
+    qrnic_test_start(t, NULL);
+    qrnic_test_enable(t);
+    pdn = qrnic_create_pd(t);
+    cqn = qrnic_create_cq(t, 1, 3, ring);
+    g_assert_cmphex(qrnic_try_create_qp(t, pdn, cqn, cqn, 2, qp), ==,
+                    RNIC_CMD_OK);
+    return cqn;
+}
+
 /*
  * Completions made before an arm but written to the guest's ring after it
  * (they waited in the device for room) interrupt: the guest sees them as
@@ -613,17 +627,11 @@ static void test_flush_to_guest_cq(void)
 static void test_arm_with_waiting_completions(void)
 {
     struct rnic_cq_entry e;
-    uint32_t pdn, cqn;
     uint64_t ring;
     QRnicQp qp;
     QRnic t;
+    uint32_t cqn = start_with_cq_of_two(&t, &ring, &qp);
 
-    qrnic_test_start(&t, NULL);
-    qrnic_test_enable(&t);
-    pdn = qrnic_create_pd(&t);
-    cqn = qrnic_create_cq(&t, 1, 3, &ring);
-    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
-                    RNIC_CMD_OK);
     for (int i = 0; i < 4; i++) {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };
 
@@ -656,17 +664,11 @@ static void test_arm_with_waiting_completions(void)
 static void test_arm_with_ring_full(void)
 {
     struct rnic_cq_entry e;
-    uint32_t pdn, cqn;
     uint64_t ring;
     QRnicQp qp;
     QRnic t;
+    uint32_t cqn = start_with_cq_of_two(&t, &ring, &qp);
 
-    qrnic_test_start(&t, NULL);
-    qrnic_test_enable(&t);
-    pdn = qrnic_create_pd(&t);
-    cqn = qrnic_create_cq(&t, 1, 3, &ring);
-    g_assert_cmphex(qrnic_try_create_qp(&t, pdn, cqn, cqn, 2, &qp), ==,
-                    RNIC_CMD_OK);
     qrnic_modify_qp_state(&t, qp.qpn, RNIC_QPS_ERROR, RNIC_CMD_OK);
     for (int i = 0; i < 2; i++) {
         struct rnic_rq_wqe w = { .wr_id = cpu_to_le64(0x100 + i) };

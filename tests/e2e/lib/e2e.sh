@@ -13,6 +13,7 @@ set -euo pipefail
 . "$E2E_LIB/librnic.sh"
 . "$E2E_LIB/initramfs.sh"
 . "$E2E_LIB/guest.sh"
+. "$E2E_LIB/migrate.sh"
 
 # The guest driver, built against the guest's headers in a folder of that
 # kernel's (lib/driver.sh).  Kbuild takes seconds to find nothing to do,
