@@ -23,9 +23,9 @@ E2E_DIR := tests/e2e
 # rdma-core's own test suite on rnic and on siw, side by side (about 90 s).
 # Live migration of an rnic guest in the middle of a verified rping, its
 # connection moved by TCP repair and by cpr-transfer (about 70 s each).
-E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-iothread.sh \
+E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-main-loop.sh \
              rnic-siw-variants.sh:p2p-both rdma-rnic-siw-crc.sh \
-             rdma-rnic.sh rdma-rnic-iothread.sh \
+             rdma-rnic.sh rdma-rnic-main-loop.sh \
              rdma-rnic-viommu.sh rdma-rnic-companion.sh rdma-rnic-fail.sh \
              nvmeof.sh:loop,srq rdma-rnic-6.12.sh rdma-core-suite.sh \
              rnic-migrate.sh:repair,rnic rnic-migrate.sh:cpr,rnic

@@ -198,7 +198,7 @@ static void rnic_on_ctx_bh(void *opaque)
  * context's notify_me could lose one, and the main loop then slept
  * through the bottom half that sends MSI-X: a guest waiting for a command
  * completion froze (driver-probe.sh's 300 load/unload cycles did, 3 runs
- * of 3; rnic-rnic-iothread.sh now and then).
+ * of 3; rnic-rnic.sh on an IOThread now and then).
  */
 void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s))
 {

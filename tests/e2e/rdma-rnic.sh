@@ -12,7 +12,8 @@
 # (e2e_perf_all in lib/guest-lib.sh); E2E_PERF_DUR: seconds each (-D)
 # instead of 200 iterations;
 # E2E_SERVER_QEMU_ARGS, E2E_CLIENT_QEMU_ARGS: more QEMU options (-trace).
-# E2E_IOTHREAD=1: each device on an IOThread (iothread=).
+# E2E_IOTHREAD=1: each device on a named IOThread (iothread=);
+# E2E_MAIN_LOOP=1: on the main loop (main-loop=on).
 # E2E_RNIC_DIRECT=0: librnic posts and polls through the kernel
 # (RNIC_DIRECT=0 in the guests), for make bench-guest's A/B.
 . "$(dirname "$0")/lib/e2e.sh"

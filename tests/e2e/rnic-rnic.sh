@@ -12,7 +12,8 @@
 # capture must read as well-formed iWARP, and rnic.ko must unload cleanly.
 # E2E_SERVER_QEMU_ARGS: more QEMU options for the server guest (-trace,
 # -qmp, ...); E2E_RNIC_OPTS: more -device rnic options for both;
-# E2E_IOTHREAD=1: each device on an IOThread (iothread=).
+# E2E_IOTHREAD=1: each device on a named IOThread (iothread=);
+# E2E_MAIN_LOOP=1: on the main loop (main-loop=on).
 . "$(dirname "$0")/lib/e2e.sh"
 
 name=${E2E_NAME:-rnic-rnic}

@@ -80,7 +80,8 @@ e2e_rnic_verbs_initramfs() {
 # "Addresses").  Sets net, port, dev and rnic_io, which goes (unquoted)
 # before every -device "$dev": with E2E_IOTHREAD=1 the IOThread object
 # the device runs on (iothread=), with E2E_IOTHREAD_OPTS appended to it
-# (",poll-max-ns=N", say).
+# (",poll-max-ns=N", say).  E2E_MAIN_LOOP=1: the device on QEMU's main
+# loop (main-loop=on) instead of the IOThread of its own it has by default.
 E2E_RNIC_PORTS=16
 e2e_rnic_pair() {
     local hosts ports p
@@ -95,6 +96,9 @@ e2e_rnic_pair() {
     if [ "${E2E_IOTHREAD:-}" = 1 ]; then
         rnic_io="-object iothread,id=rnicio${E2E_IOTHREAD_OPTS:-}"
         dev="$dev,iothread=rnicio"
+    fi
+    if [ "${E2E_MAIN_LOOP:-}" = 1 ]; then
+        dev="$dev,main-loop=on"
     fi
 }
 
