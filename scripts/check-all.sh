@@ -46,8 +46,9 @@ count_meson() {
 }
 
 run_part() {    # run_part TARGET COUNTER
-    local log=$logdir/$1.log
+    local log=$logdir/$1.log start=$SECONDS
     $make --no-print-directory "$1" 2>&1 | tee "$log"
+    echo "check: $1 took $((SECONDS - start)) s"
     if [ "${PIPESTATUS[0]}" != 0 ]; then
         status=1
         failed_logs+=("$log")
