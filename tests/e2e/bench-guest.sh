@@ -77,6 +77,13 @@ rm -f "$fio-rnic-host.log" "$fio-siw-host.log"
 E2E_NAME=bench-nvmeof-fio E2E_FIO_DUR=$dur \
     bash "$E2E_TOP/tests/e2e/nvmeof-fio.sh" rnic siw || rc=1
 
+# RDMA Read as qperf measures it (-cm1: an ORD of 1), 64 KiB Reads
+# against 1 MiB Sends (at 64 KiB qperf's Sends outrun its receives under
+# TCG: rdma-rnic-companion.sh says why), two rnic guests.
+read=rc_rdma_read_bw:64K send=rc_bw:1M
+E2E_NAME=bench-qperf E2E_QPERF_DUR=$dur E2E_QPERF=$read,$send,rc_rdma_read_bw:1M \
+    bash "$E2E_TOP/tests/e2e/rdma-rnic-companion.sh" || rc=1
+
 # Live migration of a guest with one connected QP (rping running): the
 # downtime QMP reports, and what moved for the QP (its stream state, and
 # with TCP repair the socket's state), for each way a connection moves.
@@ -97,5 +104,7 @@ python3 "$E2E_LIB/perf-table.py" "$out/tcp.txt" "$dur" \
 for m in repair cpr; do
     python3 "$E2E_LIB/migrate-figures.py" "$m" "$out/migrate-$m.txt" || rc=1
 done
+python3 "$E2E_LIB/qperf-figures.py" "$E2E_LOGS/bench-qperf-client.log" \
+    "$read" "$send" || rc=1
 echo "bench-guest: load at end: $(uptime)"
 exit "$rc"

@@ -13,9 +13,14 @@
 # QPs connect through the devices.  (perftest without -R connects QPs by
 # modify_qp, with no stream: no iWARP device can do that, siw and rnic
 # included.)
+# E2E_QPERF: the qperf tests, TEST[:SIZE] comma-separated (default: the
+# six, the two that take a receive per message at 1M); E2E_QPERF_DUR:
+# seconds each (default 2); E2E_NAME.  make bench-guest sets them for its
+# RDMA Read figures (lib/qperf-figures.py reads the client's log).
 . "$(dirname "$0")/lib/e2e.sh"
 
-name=rdma-rnic-companion
+name=${E2E_NAME:-rdma-rnic-companion}
+qperf=${E2E_QPERF:-rc_bw:1M,rc_lat,rc_rdma_read_bw,rc_rdma_read_lat,rc_rdma_write_bw:1M,rc_rdma_write_lat}
 e2e_prep
 e2e_librnic_build
 
@@ -26,8 +31,6 @@ role=$(e2e_arg role)
 me=$(e2e_arg ip)
 peer=$(e2e_arg peer)
 port=$(e2e_arg port)
-qperf_tests="rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw
-    rc_rdma_write_lat"
 mods="virtio_pci virtio_net rnic"
 [ "$role" = server ] && mods="rnic virtio_pci virtio_net"
 for m in $mods rdma_ucm ib_uverbs; do
@@ -67,15 +70,19 @@ else
     # at 1 MiB a message the server keeps up.  rc_rdma_write_bw also
     # posts 1024 Writes with Immediate at once on a QP it asked 1024 send
     # WRs of: each must fit, whatever WQEs the provider makes of it.
-    for t in $qperf_tests; do
-        opts="-t 2" want=latency
-        case $t in rc_bw | rc_rdma_write_bw) opts="-t 2 -m 1M" ;; esac
+    # Each run's output follows an E2E-QPERF TEST SIZE line.
+    dur=$(e2e_arg qdur)
+    for ts in $(e2e_arg qperf | tr ',' ' '); do
+        t=${ts%%:*} size=${ts#*:} want=latency
+        [ "$size" = "$ts" ] && size=""
         case $t in *_bw) want=bw ;; esac
+        echo "E2E-QPERF $t ${size:-default}"
         # shellcheck disable=SC2086
-        e2e_retry "qperf-$t" 5 timeout 60 qperf -cm1 $opts "$peer" "$t"
-        e2e_check "qperf-$t-result" sh -c "grep -A1 '^$t:\$' /tmp/qperf-$t.out |
+        e2e_retry "qperf-$ts" 5 timeout $((dur + 60)) qperf -cm1 -t "$dur" \
+            ${size:+-m $size} "$peer" "$t"
+        e2e_check "qperf-$ts-result" sh -c "grep -A1 '^$t:\$' /tmp/qperf-$ts.out |
             grep -qE '^ +$want += +[0-9.]+ [a-zA-Z/]+\$' &&
-            ! grep -qiE 'fail|error|refused|reject' /tmp/qperf-$t.out"
+            ! grep -qiE 'fail|error|refused|reject' /tmp/qperf-$ts.out"
     done
     e2e_perf_all client "$peer" $((port + 1))
 fi
@@ -85,7 +92,7 @@ GUEST
 e2e_rnic_pair
 link=$(e2e_free_port)
 mac=52:54:00:e2:$((RANDOM % 90 + 10)):0
-args="e2e.port=$port e2e.perf=ib_write_bw"
+args="e2e.port=$port e2e.perf=ib_write_bw e2e.qperf=$qperf e2e.qdur=${E2E_QPERF_DUR:-2}"
 # shellcheck disable=SC2086
 e2e_guest_start "$name-server" "$initrd" \
     "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io \
