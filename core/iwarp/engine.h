@@ -102,6 +102,12 @@ struct rnic_ep_ops {
      * Terminate), then close.
      */
     void (*stream_lost)(void *opaque, struct rnic_term_code code);
+    /*
+     * A Send or Immediate Data found no receive: hand the QP those its
+     * consumer posted that it has not taken yet.  Asked once, then the
+     * message is refused if there is still none.
+     */
+    void (*need_recv)(void *opaque);
 };
 
 struct rnic_ep_params {

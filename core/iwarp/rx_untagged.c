@@ -59,6 +59,17 @@ static int rx_no_buffer(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
                                          RNIC_DDP_U_ECODE_MSN_NO_BUFFER));
 }
 
+static const struct rnic_recv_wr *rx_recv_begin(struct rnic_ep *ep)
+{
+    const struct rnic_recv_wr *wr = rnic_qp_recv_begin(ep->qp);
+
+    if (!wr && ep->ops && ep->ops->need_recv) {
+        ep->ops->need_recv(ep->opaque);
+        wr = rnic_qp_recv_begin(ep->qp);
+    }
+    return wr;
+}
+
 static uint64_t rx_recv_space(const struct rnic_recv_wr *wr)
 {
     uint64_t cap = 0;
@@ -146,7 +157,7 @@ int rnic_rx_send(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     size_t n;
 
     wr = ep->rx_send_more ? rnic_qp_recv_current(ep->qp)
-                                       : rnic_qp_recv_begin(ep->qp);
+                          : rx_recv_begin(ep);
     if (!wr) {
         return rx_no_buffer(ep, seg);
     }
@@ -194,7 +205,7 @@ int rnic_rx_imm(struct rnic_ep *ep, const struct rnic_rx_seg *seg)
     if (!rx_single(seg, RNIC_RDMAP_IMM_DATA_LEN)) {
         return rx_stream_error(ep, seg);
     }
-    if (!rnic_qp_recv_begin(ep->qp)) {
+    if (!rx_recv_begin(ep)) {
         return rx_no_buffer(ep, seg);
     }
     cqe.imm_data = rnic_ld_be32(seg->payload + 4);

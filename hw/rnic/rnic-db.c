@@ -14,11 +14,16 @@
  * that reads its doorbell register once after several writes.
  *
  * Protocol (no lock): the writer swaps its value into the slot and, only
- * if the slot was empty, sets the pending bit and schedules the bottom
- * half; the drainer clears a word of pending bits, then swaps each of
- * their slots back to empty.  A value swapped in before the drainer's
- * swap is applied by it; one swapped in after finds the slot empty and
- * sets the bit again.  Nothing is lost and nothing grows.
+ * if the slot was empty, sets the pending bit, then the summary bit of
+ * the pending bit's word, and schedules the bottom half; the drainer
+ * clears a word of summary bits, then each word of pending bits they
+ * name, then swaps each of their slots back to empty.  A value swapped in
+ * before the drainer's swap is applied by it; one swapped in after finds
+ * the slot empty and sets the bits again.  A summary bit the drainer
+ * cleared before the writer set its pending bit stays set for the next
+ * drain, which then finds no pending bit: nothing is lost and nothing
+ * grows.  The summary spares each run of the bottom half a read of every
+ * pending word: at max-qps 16384, some 800 of them.
  *
  * Doorbell pages (BAR 4) are mapped into processes: one must not
  * be able to overwrite another's pending index.  So a slot remembers the
@@ -94,6 +99,7 @@ void rnic_db_init(RnicState *s)
     s->db_mail = g_new0(uint32_t, s->db_slots);
     s->db_owner = g_new0(uint16_t, s->db_slots);
     s->db_pending = bitmap_new(s->db_slots);
+    s->db_summary = bitmap_new(BITS_TO_LONGS(s->db_slots));
 }
 
 void rnic_db_fini(RnicState *s)
@@ -101,9 +107,11 @@ void rnic_db_fini(RnicState *s)
     g_free(s->db_mail);
     g_free(s->db_owner);
     g_free(s->db_pending);
+    g_free(s->db_summary);
     s->db_mail = NULL;
     s->db_owner = NULL;
     s->db_pending = NULL;
+    s->db_summary = NULL;
 }
 
 /*
@@ -124,7 +132,10 @@ bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
     }
     trace_rnic_doorbell(reg, RNIC_DB_ID(val), RNIC_DB_INDEX(val));
     if (!qatomic_xchg(&s->db_mail[slot], v)) {
-        qatomic_or(&s->db_pending[BIT_WORD(slot)], BIT_MASK(slot));
+        uint64_t w = BIT_WORD(slot);
+
+        qatomic_or(&s->db_pending[w], BIT_MASK(slot));
+        qatomic_or(&s->db_summary[BIT_WORD(w)], BIT_MASK(w));
         qemu_bh_schedule(s->wq_bh);
     }
     return true;
@@ -144,32 +155,60 @@ void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb)
     }
 }
 
+/*
+ * The IOThread, under the lock: what is mailed for one queue, applied
+ * ahead of the drain.  Its pending bit stays; the drain finds the slot
+ * empty.
+ */
+void rnic_db_take(RnicState *s, hwaddr reg, uint32_t id)
+{
+    int64_t slot = s->db_mail ? rnic_db_slot(s, reg, id) : -1;
+    uint32_t v = slot < 0 ? 0 : qatomic_xchg(&s->db_mail[slot], 0);
+
+    if (v) {
+        rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff),
+                         v >> RNIC_DB_UDB_SHIFT);
+    }
+}
+
+/* The IOThread, under the lock: the mailed indexes of one pending word. */
+static void rnic_db_drain_word(RnicState *s, uint64_t w, bool apply)
+{
+    unsigned long bits = qatomic_xchg(&s->db_pending[w], 0);
+
+    while (bits) {
+        uint64_t slot = w * BITS_PER_LONG + ctzl(bits);
+        uint32_t v = qatomic_xchg(&s->db_mail[slot], 0);
+        hwaddr reg;
+        uint32_t id;
+
+        bits &= bits - 1;
+        if (v && apply) {
+            reg = rnic_db_of_slot(s, slot, &id);
+            rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff),
+                             v >> RNIC_DB_UDB_SHIFT);
+        }
+    }
+}
+
 /* The IOThread, under the lock: every mailed index, applied or dropped. */
 void rnic_db_drain(RnicState *s, bool apply)
 {
     if (!s->db_mail) {
         return;
     }
-    for (uint64_t w = 0; w < BITS_TO_LONGS(s->db_slots); w++) {
-        unsigned long bits;
+    for (uint64_t sw = 0; sw < BITS_TO_LONGS(BITS_TO_LONGS(s->db_slots));
+         sw++) {
+        unsigned long words;
 
         /* A plain read first: most words are empty, a swap is not free. */
-        if (!qatomic_read(&s->db_pending[w])) {
+        if (!qatomic_read(&s->db_summary[sw])) {
             continue;
         }
-        bits = qatomic_xchg(&s->db_pending[w], 0);
-        while (bits) {
-            uint64_t slot = w * BITS_PER_LONG + ctzl(bits);
-            uint32_t v = qatomic_xchg(&s->db_mail[slot], 0);
-            hwaddr reg;
-            uint32_t id;
-
-            bits &= bits - 1;
-            if (v && apply) {
-                reg = rnic_db_of_slot(s, slot, &id);
-                rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff),
-                                 v >> RNIC_DB_UDB_SHIFT);
-            }
+        words = qatomic_xchg(&s->db_summary[sw], 0);
+        while (words) {
+            rnic_db_drain_word(s, sw * BITS_PER_LONG + ctzl(words), apply);
+            words &= words - 1;
         }
     }
 }

@@ -88,11 +88,19 @@ static void rnic_dp_stream_lost(void *opaque, struct rnic_term_code code)
     c->close_pending = true;
 }
 
+static void rnic_dp_need_recv(void *opaque)
+{
+    RnicConn *c = opaque;
+
+    rnic_wq_recv_now(c->s, c->qp);
+}
+
 static const struct rnic_ep_ops rnic_dp_ops = {
     .term_sent = rnic_dp_term_sent,
     .term_received = rnic_dp_term_received,
     .state_changed = rnic_dp_state_changed,
     .stream_lost = rnic_dp_stream_lost,
+    .need_recv = rnic_dp_need_recv,
 };
 
 /* Receives the stream took from the QP's SRQ may have reached its limit. */

@@ -204,6 +204,37 @@ static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t *left)
     return r->cons != r->prod;
 }
 
+/*
+ * A Send found no receive in the core, yet the guest may have posted one
+ * before it arrived, whose doorbell is still in the mailbox or whose
+ * fetch the budgets left to a later run: such a receive is the Send's,
+ * so it is fetched now.  This runs inside the stream's receive, where
+ * ending the connection would pull it from under its caller: an entry
+ * the fetch would refuse, or one with a linked STag (whose link can fail
+ * once queued), is left to the bottom half, which refuses it as usual.
+ */
+void rnic_wq_recv_now(RnicState *s, RnicQp *qp)
+{
+    uint32_t left = RNIC_WQ_FETCH_BUDGET;
+    RnicRing *r = &qp->rq;
+
+    if (qp->srq) {
+        rnic_db_take(s, RNIC_REG_DB_SRQ, qp->srq->srqn);
+        rnic_wq_fetch_srq(s, qp->srq, &left);
+        return;
+    }
+    rnic_db_take(s, RNIC_REG_DB_RQ, qp->qpn);
+    for (; r->cons != r->prod && left; r->cons++, left--) {
+        struct rnic_rq_wqe w;
+        bool queued;
+
+        if (rnic_ring_read(s, r, r->cons, &w) || w.linked_stag ||
+            rnic_post_recv_hw(s, &w, qp, NULL, &queued)) {
+            return;
+        }
+    }
+}
+
 void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq)
 {
     if (!srq->kicked) {

@@ -304,6 +304,7 @@ struct RnicState {
     uint32_t *db_mail;      /* with an IOThread: rnic-db.c */
     uint16_t *db_owner;     /* udb of each slot's queue, read without lock */
     unsigned long *db_pending;
+    unsigned long *db_summary;  /* a bit per word of db_pending in use */
     uint64_t db_slots;
 
     uint32_t scratch;
@@ -408,6 +409,7 @@ void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 void rnic_wq_run(void *opaque);
 void rnic_wq_schedule(RnicState *s);
 void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
+void rnic_wq_recv_now(RnicState *s, RnicQp *qp);
 /* Their rings are fetched from at the next run. */
 void rnic_dev_qp_kick(RnicState *s, RnicQp *qp);
 void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq);
@@ -418,6 +420,7 @@ void rnic_db_fini(RnicState *s);
 bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb);
 void rnic_db_drain(RnicState *s, bool apply);
+void rnic_db_take(RnicState *s, hwaddr reg, uint32_t id);
 
 /*
  * rnic-cq.c (a leaf but for rnic_wq_schedule()): the core tells which CQs

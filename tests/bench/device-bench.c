@@ -656,10 +656,8 @@ static uint32_t cost_batch(uint32_t q)
  * evenly over b's first @q QPs, in rounds of @per_qp on each, posted QP
  * by QP (one memwrite and one doorbell each), then their completions
  * reaped.  Then a Send on each QP, whose arrival says the Writes before
- * it are placed.  Its receive is posted before the Writes: posted after
- * them, while a still placed them, the Send found none in 3 of some 15
- * runs of this bench (a Terminate "DDP untagged no buffer": a's doorbell
- * still in the device's mailbox).  Returns the CPU this cost, per Write.
+ * it are placed; its receive is posted before the Writes.  Returns the
+ * CPU this cost, per Write.
  */
 static Cpu cost_write_run_by(Pair *p, uint32_t q, uint32_t len,
                              uint32_t per_qp)

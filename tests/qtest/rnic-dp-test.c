@@ -480,6 +480,57 @@ static void post_writes(Side *a, Side *b, int n)
 }
 
 /*
+ * A receive posted while the receiver still places Writes, then a Send
+ * behind them: the receive was posted before the Send arrived, so the
+ * Send takes it, though the device may not have fetched it yet when the
+ * Send's bytes come (its IOThread placing the Writes, the doorbell in its
+ * mailbox: rnic_wq_recv_now()).  That order depends on the threads'
+ * timing, which a qtest does not control: the rounds give it chances,
+ * and test_send_takes_late_recv (unit tests) checks it deterministically.
+ */
+static void test_send_behind_writes(void)
+{
+    const uint32_t access = RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_WRITE;
+    const uint32_t big = 1024 * 1024;
+    struct rnic_sq_wqe w[14];
+    struct rnic_cq_entry e;
+    uint32_t src, dst;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    g_assert_cmphex(qrnic_reg_mr(&a.t, a.pdn, guest_alloc(a.t.alloc, big),
+                                 big, access, 0x02, &dst), ==, RNIC_CMD_OK);
+    g_assert_cmphex(qrnic_reg_mr(&b.t, b.pdn, guest_alloc(b.t.alloc, big),
+                                 big, access, 0x02, &src), ==, RNIC_CMD_OK);
+    for (int i = 0; i < 13; i++) {
+        w[i] = (struct rnic_sq_wqe) {
+            .wr_id = cpu_to_le64(i),
+            .opcode = RNIC_WQE_WRITE,
+            .num_sge = 1,
+            .sge[0] = qrnic_sge(src, IOVA, big),
+            .remote_stag = cpu_to_le32(dst),
+            .remote_addr = cpu_to_le64(IOVA),
+        };
+    }
+    w[13] = (struct rnic_sq_wqe) {
+        .wr_id = cpu_to_le64(13),
+        .opcode = RNIC_WQE_SEND,
+        .flags = RNIC_WQE_FLAG_SIGNALED,
+        .num_sge = 1,
+        .sge[0] = qrnic_sge(b.stag, IOVA, 64),
+    };
+    for (int round = 0; round < 10; round++) {
+        qrnic_post_sends(&b.t, &b.qp, w, 13);
+        dp_post_recv(&a, round, 0, 64);
+        qrnic_post_send(&b.t, &b.qp, &w[13]);
+        dp_expect_cqe(&b, RNIC_WQE_SEND, RNIC_CQE_SUCCESS, 13, &e);
+        dp_expect_cqe(&a, RNIC_WQE_RECV, RNIC_CQE_SUCCESS, round, &e);
+    }
+    g_assert_cmpuint(qrnic_query_qp_state(&a.t, a.qp.qpn), ==, RNIC_QPS_RTS);
+    stop_pair(&a, &b);
+}
+
+/*
  * A system reset while Writes and Sends are in flight: both devices come
  * back in their reset state, and work again from scratch.
  */
@@ -1232,6 +1283,8 @@ int main(int argc, char **argv)
     qrnic_test_add_both("/rnic/dp/send-crc", test_send_crc);
     qrnic_test_add_both("/rnic/dp/fault-corrupt-crc", test_fault_corrupt_crc);
     qrnic_test_add_both("/rnic/dp/fault-drop", test_fault_drop);
+    qrnic_test_add_both("/rnic/dp/send-behind-writes",
+                        test_send_behind_writes);
     qrnic_test_add_both("/rnic/dp/reset-in-flight", test_reset_in_flight);
     qrnic_test_add_both("/rnic/dp/control-reset-in-flight",
                         test_control_reset_in_flight);

@@ -480,6 +480,37 @@ static void expect_refused(struct rnic_term_code code)
     ck_assert_int_eq(A.qp->state, RNIC_QP_TERMINATE);
 }
 
+/*
+ * A receive the consumer posted but the device had not passed on when the
+ * Send arrived is asked for, and taken; with none, the Send is refused.
+ */
+START_TEST(test_send_takes_late_recv)
+{
+    struct rnic_send_wr wr = epf_wr(3, RNIC_WR_SEND, A.lkey, SRC_OFF, 10);
+    struct rnic_cqe c;
+
+    B.late_recv = true;
+    B.late_id = 9;
+    B.late_off = DST_OFF;
+    epf_post(&A, &wr);
+    run();
+    ck_assert_uint_eq(B.need_recv, 1);
+    ck_assert_uint_eq(B.term_sent, 0);
+    expect_cqe(A.scq, 3, RNIC_WC_SUCCESS, RNIC_WC_SEND, 10);
+    c = epf_cqe(B.rcq);
+    ck_assert_uint_eq(c.wr_id, 9);
+    ck_assert_int_eq(c.status, RNIC_WC_SUCCESS);
+    ck_assert_uint_eq(c.byte_len, 10);
+    ck_assert_mem_eq(epf_ptr(&B, DST_OFF), epf_ptr(&A, SRC_OFF), 10);
+    wr.wr_id = 4;
+    epf_post(&A, &wr);
+    run();
+    ck_assert_uint_eq(B.need_recv, 2);
+    expect_refused(rnic_term_ddp(RNIC_DDP_ETYPE_UNTAGGED,
+                                 RNIC_DDP_U_ECODE_MSN_NO_BUFFER));
+}
+END_TEST
+
 static const struct rnic_term_code invalid_stag = {
     RNIC_TERM_LAYER_DDP, RNIC_DDP_ETYPE_TAGGED, RNIC_DDP_T_ECODE_INVALID_STAG,
 };
@@ -1807,6 +1838,7 @@ Suite *engine_suite(void)
     tcase_add_test(tc, test_inline_send);
     tcase_add_test(tc, test_srq);
     tcase_add_test(tc, test_imm_data);
+    tcase_add_test(tc, test_send_takes_late_recv);
     tcase_add_test(tc, test_atomics);
     tcase_add_test(tc, test_send_inv_then_write_refused);
     tcase_add_test(tc, test_one_shot_written_twice);

@@ -51,11 +51,24 @@ static void epf_stream_lost(void *opaque, struct rnic_term_code code)
     s->stream_lost++;
 }
 
+/* What the device does: hands over a receive it had not passed on. */
+static void epf_need_recv(void *opaque)
+{
+    struct epf_side *s = opaque;
+
+    s->need_recv++;
+    if (s->late_recv) {
+        s->late_recv = false;
+        epf_post_recv(s, s->late_id, s->late_off, 64);
+    }
+}
+
 static const struct rnic_ep_ops epf_ops = {
     .term_sent = epf_term_sent,
     .term_received = epf_term_received,
     .state_changed = epf_state_changed,
     .stream_lost = epf_stream_lost,
+    .need_recv = epf_need_recv,
 };
 
 /* ---- one side ---- */

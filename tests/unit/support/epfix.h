@@ -31,6 +31,10 @@ struct epf_side {
     struct rnic_ep *ep;
     /* what the callbacks saw */
     unsigned term_sent, term_received, stream_lost, state_changes;
+    unsigned need_recv;
+    /* a receive of 64 octets at @late_off the consumer posted late */
+    bool late_recv;
+    uint64_t late_id, late_off;
     struct rnic_term_code sent_code, recv_code;
 };
 
