@@ -23,7 +23,7 @@
  * cleared before the writer set its pending bit stays set for the next
  * drain, which then finds no pending bit: nothing is lost and nothing
  * grows.  The summary spares each run of the bottom half a read of every
- * pending word: at max-qps 16384, some 800 of them.
+ * pending word: some 770 of them with the default max-* properties.
  *
  * Doorbell pages (BAR 4) are mapped into processes: one must not
  * be able to overwrite another's pending index.  So a slot remembers the

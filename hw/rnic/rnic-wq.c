@@ -209,15 +209,20 @@ static bool rnic_wq_fetch_srq(RnicState *s, RnicSrq *srq, uint32_t *left)
  * before it arrived, whose doorbell is still in the mailbox or whose
  * fetch the budgets left to a later run: such a receive is the Send's,
  * so it is fetched now.  This runs inside the stream's receive, where
- * ending the connection would pull it from under its caller: an entry
+ * ending the connection would pull it from under its caller: an RQ entry
  * the fetch would refuse, or one with a linked STag (whose link can fail
  * once queued), is left to the bottom half, which refuses it as usual.
+ * SRQ entries are fetched as the bottom half does, as refusing one only
+ * drops and logs it.  A disabled device reads no ring.
  */
 void rnic_wq_recv_now(RnicState *s, RnicQp *qp)
 {
     uint32_t left = RNIC_WQ_FETCH_BUDGET;
     RnicRing *r = &qp->rq;
 
+    if (!(s->status & RNIC_STATUS_READY)) {
+        return;
+    }
     if (qp->srq) {
         rnic_db_take(s, RNIC_REG_DB_SRQ, qp->srq->srqn);
         rnic_wq_fetch_srq(s, qp->srq, &left);
