@@ -155,6 +155,14 @@ void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb)
     }
 }
 
+/* A slot's value @v, taken from the mailbox, as the doorbell it stands for. */
+static void rnic_db_apply_mail(RnicState *s, hwaddr reg, uint32_t id,
+                               uint32_t v)
+{
+    rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & (RNIC_DB_FULL - 1)),
+                     v >> RNIC_DB_UDB_SHIFT);
+}
+
 /*
  * The IOThread, under the lock: what is mailed for one queue, applied
  * ahead of the drain.  Its pending bit stays; the drain finds the slot
@@ -166,8 +174,7 @@ void rnic_db_take(RnicState *s, hwaddr reg, uint32_t id)
     uint32_t v = slot < 0 ? 0 : qatomic_xchg(&s->db_mail[slot], 0);
 
     if (v) {
-        rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff),
-                         v >> RNIC_DB_UDB_SHIFT);
+        rnic_db_apply_mail(s, reg, id, v);
     }
 }
 
@@ -179,14 +186,13 @@ static void rnic_db_drain_word(RnicState *s, uint64_t w, bool apply)
     while (bits) {
         uint64_t slot = w * BITS_PER_LONG + ctzl(bits);
         uint32_t v = qatomic_xchg(&s->db_mail[slot], 0);
-        hwaddr reg;
         uint32_t id;
 
         bits &= bits - 1;
         if (v && apply) {
-            reg = rnic_db_of_slot(s, slot, &id);
-            rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & 0xffff),
-                             v >> RNIC_DB_UDB_SHIFT);
+            hwaddr reg = rnic_db_of_slot(s, slot, &id);
+
+            rnic_db_apply_mail(s, reg, id, v);
         }
     }
 }
