@@ -413,38 +413,18 @@ static bool entry_serves(const struct rnic_stag_entry *e, uint32_t pd,
            (e->kind != RNIC_STAG_MW_TYPE2 || e->u.mw.qpn == qpn);
 }
 
-/*
- * The word entry.id holds for a slot of @pd with @key in @state, of @kind,
- * with @flags and @access: the common case compares with it in one go.
- */
-static inline uint64_t entry_id(uint32_t pd, uint8_t key, uint8_t state,
-                                uint8_t kind, uint8_t flags, uint8_t access)
-{
-    union rnic_stag_id x = { .word = 0 };
-
-    x.pd = pd;
-    x.tag.key = key;
-    x.tag.state = state;
-    x.kind = kind;
-    x.flags = flags;
-    x.access = access;
-    return x.word;
-}
-
-/* The part of entry.id the common case compares: of the flags, PHYS. */
-#define ID_MASK entry_id(UINT32_MAX, UINT8_MAX, UINT8_MAX, 3, \
-                        RNIC_ENTRY_PHYS, 0)
+_Static_assert(offsetof(struct rnic_stag_table, hot) == 0,
+               "stag.h's rnic_stag_resolve() reads the table as its hot part");
 
 /*
- * Every check, in the order the errors are reported.  Not inlined, so
- * that the common case's path stays short.
+ * A window reads its own entry and its region's tag (in cache), not its
+ * region: the offset into the region is worked out when bytes move
+ * (rnic_mem_place() and the others read the region there anyway).
  */
-static __attribute__((noinline))
-enum rnic_stag_status resolve_checked(const struct rnic_stag_table *t,
-                                      uint32_t stag, uint32_t pd,
-                                      uint32_t qpn, uint64_t to,
-                                      uint64_t len, unsigned access,
-                                      struct rnic_mem_ref *ref)
+enum rnic_stag_status rnic_stag_resolve_checked(
+    const struct rnic_stag_table *t, uint32_t stag, uint32_t pd,
+    uint32_t qpn, uint64_t to, uint64_t len, unsigned access,
+    struct rnic_mem_ref *ref)
 {
     uint32_t index = rnic_stag_index(stag);
     const struct rnic_stag_entry *e;
@@ -485,51 +465,6 @@ enum rnic_stag_status resolve_checked(const struct rnic_stag_table *t,
     ref->len = len;
     ref->stag = stag;
     return RNIC_STAG_OK;
-}
-
-/*
- * One cache line for a region: the entry holds all that is checked, its
- * key and state included (the tag's copy), and the tag array is not read.
- * A window reads its region's tag, which is in cache, and not its region:
- * the offset into the region is worked out when bytes move
- * (rnic_mem_place() and the others read the region there anyway).
- *
- * The common case, a valid region that is not the physical STag, of this
- * PD, with the rights asked for and the range inside it, is tried first
- * in as few instructions as will do: the instructions waiting for the
- * entry's cache miss decide how many resolves the processor overlaps
- * (docs/protocol.md section 10).  Whatever fails there goes through every
- * check in order, which names the error.  A range inside a region cannot
- * pass the end of the TO space (base + length <= 2^64 for every region
- * but the physical STag: registration, fast registration and loading a
- * saved table check it), so the common case does not test TO wrap apart.
- */
-enum rnic_stag_status rnic_stag_resolve(const struct rnic_stag_table *t,
-                                        uint32_t stag, uint32_t pd,
-                                        uint32_t qpn, uint64_t to,
-                                        uint64_t len, unsigned access,
-                                        struct rnic_mem_ref *ref)
-{
-    uint32_t index = rnic_stag_index(stag);
-    unsigned rights = access & ~(unsigned)RNIC_ACCESS_PRIVILEGED;
-
-    if (index - 1 < t->max_stags) {
-        const struct rnic_stag_entry *e = &t->entries[index];
-        uint64_t off = to - e->base_to;
-
-        if ((e->id & ID_MASK) == entry_id(pd, rnic_stag_key(stag),
-                                          RNIC_ENTRY_VALID, RNIC_STAG_MR,
-                                          0, 0) &&
-            (e->access & rights) == rights && to >= e->base_to &&
-            off <= e->length && len <= e->length - off) {
-            ref->mr = e;
-            ref->to = to;
-            ref->len = len;
-            ref->stag = stag;
-            return RNIC_STAG_OK;
-        }
-    }
-    return resolve_checked(t, stag, pd, qpn, to, len, access, ref);
 }
 
 bool rnic_stag_lookup(const struct rnic_stag_table *t, uint32_t stag)
