@@ -529,4 +529,4 @@ void rnic_stag_recv_forget(struct rnic_stag_table *t, uint64_t queue,
 /* The queue is gone: drop every link of its buffers, keep the STags. */
 void rnic_stag_recv_forget_queue(struct rnic_stag_table *t, uint64_t queue);
 
-#endif
+#endif /* RNIC_STAG_H */

@@ -121,4 +121,4 @@ struct rnic_stag_hot {
     RNIC_STAG_HOT_FIELDS
 };
 
-#endif
+#endif /* RNIC_STAG_ENTRY_H */
