@@ -200,10 +200,17 @@ static void rnic_conn_wait_mpa(RnicConn *c)
 static void rnic_conn_wait_dp(RnicConn *c, RnicVerdict v)
 {
     bool rd = !c->rx_stopped && !c->peer_fin;
+    /*
+     * More to send and room for it: on an IOThread the socket's writable
+     * event brings the pump back, in the turn that serves the other
+     * sockets (a bottom half would keep the loop from them: rnic-poll.c).
+     */
+    bool more_fd = v == RNIC_DP_MORE && c->s->poller;
 
     rnic_conn_watch(c, rd ? rnic_conn_readable : NULL,
-                    v == RNIC_DP_BLOCKED ? rnic_conn_writable : NULL);
-    if (v == RNIC_DP_MORE) {
+                    v == RNIC_DP_BLOCKED || more_fd ? rnic_conn_writable
+                                                    : NULL);
+    if (v == RNIC_DP_MORE && !more_fd) {
         qemu_bh_schedule(c->bh);
     }
     if (v == RNIC_DP_DELAYED) {
@@ -639,7 +646,7 @@ static void rnic_conn_again_run(void *opaque)
 
 static void rnic_conn_again(void *opaque)
 {
-    rnic_guarded(((RnicConn *)opaque)->s, rnic_conn_again_run, opaque);
+    rnic_guarded_bh(((RnicConn *)opaque)->s, rnic_conn_again_run, opaque);
 }
 
 /* ---- a stopped VM (rnic-migrate.c) ---- */

@@ -123,6 +123,19 @@ void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque)
 }
 
 /*
+ * A bottom half's way in.  One that comes back turn after turn keeps
+ * QEMU's loop from looking at the sockets: they get a look as it ends
+ * (rnic-poll.c).
+ */
+void rnic_guarded_bh(RnicState *s, void (*fn)(void *), void *opaque)
+{
+    rnic_enter(s);
+    fn(opaque);
+    rnic_poll_turn(s);
+    rnic_leave(s);
+}
+
+/*
  * Inside an entry of this thread?  Another thread's entry (the IOThread's)
  * is not ours to wait for here: rnic_run_on_ctx() queues behind it.
  */

@@ -153,12 +153,12 @@ void rnic_teardown(RnicState *s)
 
 static void rnic_cmdq_bh(void *opaque)
 {
-    rnic_guarded(opaque, rnic_cmdq_run, opaque);
+    rnic_guarded_bh(opaque, rnic_cmdq_run, opaque);
 }
 
 static void rnic_wq_bh(void *opaque)
 {
-    rnic_guarded(opaque, rnic_wq_run, opaque);
+    rnic_guarded_bh(opaque, rnic_wq_run, opaque);
 }
 
 static void rnic_realize(PCIDevice *pdev, Error **errp)

@@ -22,7 +22,8 @@
  *     halves, fd handlers, timers, QOM getters and setters (state, stat-*,
  *     capture), QEMU's exit notifier.  Only the mailbox (rnic-db.c:
  *     atomics) and the irq_mask (atomic) are touched without it.
- *     [rnic_capture_stop() asserts it for the capture writer.]
+ *     [rnic_capture_stop() asserts it for the capture writer,
+     rnic_poll_set() for the sockets' table.]
  *  2. The IOThread never holds the BQL inside the device, and never
  *     dispatches an MMIO access of it (its DMA reaches RAM only).
  *     [rnic_enter() and rnic-regs.c assert both.]
@@ -73,9 +74,16 @@ bool rnic_thread_init(RnicState *s, Error **errp)
             return false;
         }
         s->own_iothread = io;
+        /*
+         * On two host cores a polling IOThread takes the vCPUs' time:
+         * latency grew (docs/protocol.md, "Small messages in a guest").
+         * Polling is for an IOThread the user names, and tunes.
+         */
+        object_property_set_int(OBJECT(io), "poll-max-ns", 0, &error_abort);
     }
     s->ctx = iothread_get_aio_context(io);
     qemu_rec_mutex_init(&s->lock);
+    rnic_poll_init(s);
     s->irq_bh = qemu_bh_new(rnic_irq_bh, s);
     return true;
 }
@@ -99,6 +107,7 @@ void rnic_thread_fini(RnicState *s)
     }
     qemu_bh_delete(s->irq_bh);
     s->irq_bh = NULL;
+    rnic_poll_fini(s);
     qemu_rec_mutex_destroy(&s->lock);
     if (!s->own_iothread) {
         object_unref(OBJECT(s->params.iothread));
@@ -125,7 +134,7 @@ void rnic_set_fd_handler(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
         return;     /* the owner's record of it is what thaw registers */
     }
     if (s->ctx) {
-        aio_set_fd_handler(s->ctx, fd, rd, wr, NULL, NULL, opaque);
+        rnic_poll_set(s, fd, rd, wr, opaque);
     } else {
         qemu_set_fd_handler(fd, rd, wr, opaque);
     }

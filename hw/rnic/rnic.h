@@ -287,6 +287,7 @@ struct RnicState {
     /* rnic-thread.c: NULL (main-loop=on), or an IOThread's context */
     AioContext *ctx;
     struct IOThread *own_iothread;  /* without params.iothread: ours */
+    struct RnicPoller *poller;  /* rnic-poll.c: the sockets, polled */
     QemuRecMutex lock;      /* with an IOThread: held inside rnic_enter */
     int owner_tid;          /* the thread inside rnic_enter, or 0 */
     QEMUBH *irq_bh;         /* main loop: sends the vectors in irq_mask */
@@ -551,6 +552,7 @@ void rnic_irq_bh(void *opaque);
 void rnic_enter(RnicState *s);
 void rnic_leave(RnicState *s);
 void rnic_guarded(RnicState *s, void (*fn)(void *), void *opaque);
+void rnic_guarded_bh(RnicState *s, void (*fn)(void *), void *opaque);
 bool rnic_inside(RnicState *s);
 bool rnic_defer(RnicState *s, bool *flag, const char *what);
 
@@ -563,6 +565,13 @@ QEMUBH *rnic_bh_new(RnicState *s, QEMUBHFunc *cb, void *opaque);
 bool rnic_thread_init(RnicState *s, Error **errp);
 void rnic_thread_fini(RnicState *s);
 void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s));
+
+/* rnic-poll.c: the sockets of a device on an IOThread, as one handler */
+void rnic_poll_init(RnicState *s);
+void rnic_poll_set(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
+                   void *opaque);
+void rnic_poll_fini(RnicState *s);
+void rnic_poll_turn(RnicState *s);
 
 /* rnic-ring.c */
 /* Base 4 KiB aligned, RNIC_RING_LOG_MIN <= log_size <= @max_log. */

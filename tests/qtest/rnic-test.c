@@ -904,6 +904,28 @@ static void test_bad_wqe(void)
 }
 
 /*
+ * A TCP connection made outside QEMU, handed to device "r" (a responder:
+ * it waits for the MPA Request).  Returns the test's end; *lfd is the
+ * listener it came through.
+ */
+static int handoff_connection(QTestState *qts, int *lfd)
+{
+    uint16_t port;
+    int outside, inside;
+
+    *lfd = qrnic_tcp_listen(&port);
+    outside = qrnic_tcp_connect(port, 0);
+    inside = qrnic_tcp_accept(*lfd);
+    qtest_qmp_fds_assert_success(qts, &inside, 1,
+        "{'execute': 'getfd', 'arguments': {'fdname': 'c'}}");
+    qtest_qmp_assert_success(qts, "{'execute': 'qom-set', 'arguments': {"
+        "'path': '/machine/peripheral/r', 'property': 'handoff-fd', "
+        "'value': 'c'}}");
+    close(inside);
+    return outside;
+}
+
+/*
  * Hot-unplug from a PCIe root port (native hotplug, the test playing the
  * guest that powers the slot off) while the device holds a connection
  * handed in by the host: the device goes and the connection is closed,
@@ -918,23 +940,13 @@ static void test_hot_unplug(void)
         "-device rnic,id=r,bus=rp0");
     QPCIBus *bus = qpci_new_pc(qts, NULL);
     QPCIDevice *rp = qpci_device_find(bus, QPCI_DEVFN(2, 0));
-    uint16_t port;
-    int lfd, outside, inside;
+    int lfd, outside;
     uint8_t exp, b;
     struct timeval tv = { .tv_sec = 5 };
 
     g_assert_nonnull(rp);
     g_assert_cmpint(qrnic_iothreads(qts, NULL), ==, 1);
-    /* A TCP connection made outside QEMU, handed to the device. */
-    lfd = qrnic_tcp_listen(&port);
-    outside = qrnic_tcp_connect(port, 0);
-    inside = qrnic_tcp_accept(lfd);
-    qtest_qmp_fds_assert_success(qts, &inside, 1,
-        "{'execute': 'getfd', 'arguments': {'fdname': 'c'}}");
-    qtest_qmp_assert_success(qts, "{'execute': 'qom-set', 'arguments': {"
-        "'path': '/machine/peripheral/r', 'property': 'handoff-fd', "
-        "'value': 'c'}}");
-    close(inside);
+    outside = handoff_connection(qts, &lfd);
 
     qtest_qmp_device_del_send(qts, "r");
     /* The guest's part: power the slot off. */
@@ -953,6 +965,60 @@ static void test_hot_unplug(void)
     g_free(rp);
     qpci_free_pc(bus);
     qtest_quit(qts);
+}
+
+/* Polling spells QEMU logged in @log past @from: run_poll_handlers_begin */
+static int poll_spells(const char *log, size_t from)
+{
+    g_autofree char *text = NULL;
+    size_t len;
+    int n = 0;
+
+    g_assert_true(g_file_get_contents(log, &text, &len, NULL));
+    for (char *p = text + MIN(from, len);
+         (p = strstr(p, "run_poll_handlers_begin")); p++) {
+        n++;
+    }
+    return n;
+}
+
+/*
+ * An IOThread named with iothread= polls as its poll-max-ns says while
+ * the device's sockets are on it (rnic-poll.c): QEMU polls a context only
+ * while every handler on it can be polled, and a socket registered as
+ * such turned polling off for the whole IOThread.  A handed-in connection
+ * waits for its peer's MPA Request, which the test sends an octet at a
+ * time: each wakes the IOThread, which then polls before it sleeps again
+ * (QEMU logs each spell to -D).
+ */
+static void test_iothread_polls(void)
+{
+    static const char key[] = "MPA ID Req Frame";
+    g_autofree char *log = g_build_filename(g_get_tmp_dir(),
+                                            "rnic-poll-XXXXXX", NULL);
+    int fd = g_mkstemp(log), lfd, outside, spells = 0;
+    QTestState *qts;
+    struct stat st;
+
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    qts = qtest_initf("-M q35 -nodefaults "
+                      "-object iothread,id=io0,poll-max-ns=100000000 "
+                      "-device rnic,id=r,iothread=io0 "
+                      "-D %s -trace run_poll_handlers_begin", log);
+    outside = handoff_connection(qts, &lfd);
+    g_assert_cmpint(stat(log, &st), ==, 0);
+    /* Until it polled a few times, or the key's octets ran out. */
+    for (size_t i = 0; i < strlen(key) && spells < 4; i++) {
+        g_assert_cmpint(write(outside, &key[i], 1), ==, 1);
+        g_usleep(20 * 1000);
+        spells = poll_spells(log, st.st_size);
+    }
+    g_assert_cmpint(spells, >=, 4);
+    close(outside);
+    close(lfd);
+    qtest_quit(qts);
+    unlink(log);
 }
 
 /*
@@ -1107,6 +1173,7 @@ int main(int argc, char **argv)
     qrnic_test_add_both("/rnic/wq/arm-with-ring-full", test_arm_with_ring_full);
     qtest_add_func("/rnic/wq/bad-wqe", test_bad_wqe);
     qtest_add_func("/rnic/hot-unplug", test_hot_unplug);
+    qtest_add_func("/rnic/iothread-polls", test_iothread_polls);
     qtest_add_func("/rnic/sock-buf-bounds", test_sock_buf_bounds);
     qtest_add_func("/rnic/verbs/srq", test_srq);
     qrnic_test_add_both("/rnic/bus-master-off", test_bus_master_off);

@@ -181,8 +181,10 @@ e2e_rping_served() {
 # PROG:SIZE:e (both sides with -e: they sleep on completion events, so
 # the figure includes the interrupt path),
 # e2e.dur=SECONDS runs each for that long (-D; with -e, which perftest
-# cannot run with -D, 1000 iterations a second) instead of 200 iterations,
-# all with -R, test I on port PORT+I.  perftest under TCG sometimes moves
+# cannot run with -D, 1000 iterations a second) instead of 200 iterations
+# (10000 with -e: far past perftest's receive window of 512, so that a Send
+# test runs on the credits the receiver writes back), all with -R, test I
+# on port PORT+I.  perftest under TCG sometimes moves
 # the data and then cannot report ("Correlation coefficient r^2 < 0.9":
 # its clock calibration), so the client retries each test until it
 # reports and every server serves again and again until the client is
@@ -215,12 +217,14 @@ e2e_perf_list() {       # "PROG SIZE [-e]" lines
 e2e_perf_n() {          # perftest's option for how long; $1: -e or not
     local dur
     dur=$(e2e_arg dur)
-    if [ -z "$dur" ]; then
-        echo "-n 200"
-    elif [ -n "$1" ]; then
+    if [ -n "$dur" ] && [ -n "$1" ]; then
         echo "-n $((dur * 1000))"   # perftest has no -D with -e
-    else
+    elif [ -n "$dur" ]; then
         echo "-D $dur"
+    elif [ -n "$1" ]; then
+        echo "-n 10000"
+    else
+        echo "-n 200"
     fi
 }
 

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The device's sockets on an IOThread, as one handler that can be polled.
+ * QEMU polls an AioContext (poll-max-ns) only while every handler on it
+ * has an io_poll callback, and a socket has nothing in memory to look
+ * at: its io_poll would be a system call per socket per turn, a thousand
+ * with the soak's connections.  So the device keeps its sockets in an
+ * epoll set of its own and puts only that set on the context, with an
+ * io_poll that asks the set once.  An IOThread named with iothread= then
+ * polls as its poll-max-ns says, for rnic and for the other devices on
+ * it; the device's own IOThread is made with polling off (rnic-thread.c).
+ *
+ * QEMU's loop does not look at a context's descriptors in a turn that has
+ * a bottom half to run, once every handler there can be polled (it would
+ * poll them instead, but does not while its polling time is 0).  So work
+ * that goes on by itself does not come back as a bottom half: the pump of
+ * a long Send waits for its socket to be writable (rnic-conn.c), and the
+ * device's bottom halves look at the sockets on their way out when QEMU
+ * has not for RNIC_POLL_LOOK_NS (rnic_poll_turn), as a guest that rings
+ * doorbells without pause keeps one pending in every turn.  Without that
+ * the peer's Sends and Writes waited in the socket while the device sent:
+ * 87 ms of perftest's send credits, and ib_send_bw -e stopped for good.
+ *
+ * The set's entries are found by fd under the device lock.  An event
+ * carries its entry's generation too: one for a socket closed earlier in
+ * the same batch does not reach the socket that got its number.  The set
+ * outlives the device by a turn of its IOThread's loop, which may still
+ * be asking it when the device is finalized (from another thread).
+ */
+#include "qemu/osdep.h"
+#include <sys/epoll.h>
+#include "qemu/error-report.h"
+#include "rnic.h"
+
+/* Events taken per dispatch; more wait for the next turn of the loop. */
+#define RNIC_POLL_BATCH 64
+
+/* Longest the sockets wait while bottom halves run turn after turn. */
+#define RNIC_POLL_LOOK_NS (50 * SCALE_US)
+
+typedef struct RnicPoller {
+    RnicState *s;
+    int fd;                 /* the epoll set */
+    GHashTable *fds;        /* fd -> RnicPollFd, under the lock */
+    uint32_t gen;
+    int64_t looked;         /* when the sockets were last asked (IOThread) */
+} RnicPoller;
+
+typedef struct RnicPollFd {
+    IOHandler *rd;
+    IOHandler *wr;
+    void *opaque;
+    uint32_t gen;
+} RnicPollFd;
+
+static RnicPollFd *rnic_poll_fd(RnicPoller *p, uint64_t key)
+{
+    RnicPollFd *f = g_hash_table_lookup(p->fds,
+                                        GINT_TO_POINTER((int)(uint32_t)key));
+
+    return f && f->gen == key >> 32 ? f : NULL;
+}
+
+/* io_poll: without the lock, as the set is the kernel's. */
+static bool rnic_poll_any(void *opaque)
+{
+    RnicPoller *p = opaque;
+    struct epoll_event ev;
+
+    return epoll_wait(p->fd, &ev, 1, 0) > 0;
+}
+
+/*
+ * Inside an entry: each ready socket's handlers, so that no command frees
+ * a socket's owner between the lookup and the call (the handlers enter
+ * again, nested).
+ */
+static void rnic_poll_events(RnicPoller *p)
+{
+    struct epoll_event ev[RNIC_POLL_BATCH];
+    int n = epoll_wait(p->fd, ev, ARRAY_SIZE(ev), 0);
+
+    p->looked = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    for (int i = 0; i < n; i++) {
+        uint32_t e = ev[i].events;
+        RnicPollFd *f = rnic_poll_fd(p, ev[i].data.u64);
+
+        if (f && f->rd && (e & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+            f->rd(f->opaque);
+            f = rnic_poll_fd(p, ev[i].data.u64);    /* may be gone */
+        }
+        if (f && f->wr && (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))) {
+            f->wr(f->opaque);
+        }
+    }
+}
+
+/* The set is readable, or polling found it so. */
+static void rnic_poll_dispatch(void *opaque)
+{
+    RnicPoller *p = opaque;
+
+    rnic_enter(p->s);
+    rnic_poll_events(p);
+    rnic_leave(p->s);
+}
+
+/* A bottom half ends, inside its entry: the sockets, if QEMU has not looked. */
+void rnic_poll_turn(RnicState *s)
+{
+    RnicPoller *p = s->poller;
+
+    if (p && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - p->looked >=
+             RNIC_POLL_LOOK_NS) {
+        rnic_poll_events(p);
+    }
+}
+
+void rnic_poll_init(RnicState *s)
+{
+    RnicPoller *p = g_new0(RnicPoller, 1);
+
+    p->s = s;
+    p->fd = epoll_create1(EPOLL_CLOEXEC);
+    if (p->fd < 0) {
+        /* a process out of descriptors: fail the way QEMU does for those */
+        error_report("rnic: epoll_create1: %s", strerror(errno));
+        abort();
+    }
+    p->fds = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    s->poller = p;
+    aio_set_fd_handler(s->ctx, p->fd, rnic_poll_dispatch, NULL,
+                       rnic_poll_any, rnic_poll_dispatch, p);
+}
+
+/* Under the lock: @fd's handlers, or none (both NULL). */
+void rnic_poll_set(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
+                   void *opaque)
+{
+    RnicPoller *p = s->poller;
+    RnicPollFd *f = g_hash_table_lookup(p->fds, GINT_TO_POINTER(fd));
+    struct epoll_event ev = {
+        .events = (rd ? EPOLLIN : 0) | (wr ? EPOLLOUT : 0),
+    };
+    int op;
+
+    assert(rnic_inside(s));
+    if (!rd && !wr) {
+        if (f) {
+            epoll_ctl(p->fd, EPOLL_CTL_DEL, fd, NULL);
+            g_hash_table_remove(p->fds, GINT_TO_POINTER(fd));
+        }
+        return;
+    }
+    op = f ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (!f) {
+        f = g_new0(RnicPollFd, 1);
+        f->gen = ++p->gen;
+        g_hash_table_insert(p->fds, GINT_TO_POINTER(fd), f);
+    }
+    f->rd = rd;
+    f->wr = wr;
+    f->opaque = opaque;
+    ev.data.u64 = (uint64_t)f->gen << 32 | (uint32_t)fd;
+    /* a socket closed with its handlers set left the set by itself */
+    if (epoll_ctl(p->fd, op, fd, &ev) < 0 &&
+        (errno != ENOENT || epoll_ctl(p->fd, EPOLL_CTL_ADD, fd, &ev))) {
+        error_report("rnic: epoll_ctl(%d): %s", fd, strerror(errno));
+    }
+}
+
+static void rnic_poll_free(void *opaque)
+{
+    RnicPoller *p = opaque;
+
+    close(p->fd);
+    g_hash_table_destroy(p->fds);
+    g_free(p);
+}
+
+/*
+ * At finalize, every socket gone (the teardown ran on the IOThread): off
+ * the context, and freed by the IOThread a turn later, as it may be
+ * asking the set right now.
+ */
+void rnic_poll_fini(RnicState *s)
+{
+    RnicPoller *p = s->poller;
+
+    if (!p) {
+        return;
+    }
+    s->poller = NULL;
+    aio_set_fd_handler(s->ctx, p->fd, NULL, NULL, NULL, NULL, NULL);
+    aio_bh_schedule_oneshot(s->ctx, rnic_poll_free, p);
+}
