@@ -15,9 +15,9 @@
  *               takes the QP through CLOSING too (RFC 5040 section 8).
  *
  * Every way in (fd handlers, timers, the bottom half) goes through
- * rnic_guarded(), and every way in ends in rnic_conn_run() or one of the
- * close functions, whose last act may free the connection: callers never
- * touch it afterwards.
+ * rnic_guarded() or rnic_guarded_bh(), and every way in ends in
+ * rnic_conn_run() or one of the close functions, whose last act may free
+ * the connection: callers never touch it afterwards.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
@@ -159,10 +159,10 @@ static bool rnic_conn_mpa_phase(const RnicConn *c)
 }
 
 /*
- * Registers @rd and @wr on the socket unless they already are: QEMU's
- * aio_set_fd_handler() allocates a handler node and wakes the event loop
- * (an eventfd write and read, and a loop iteration) on every call, which
- * the pump would otherwise pay after every step.
+ * Registers @rd and @wr on the socket unless they already are: on the
+ * main loop QEMU's qemu_set_fd_handler() allocates a handler node and
+ * wakes the loop on every call, and on an IOThread each change is an
+ * epoll_ctl(), which the pump would otherwise pay after every step.
  */
 static void rnic_conn_watch(RnicConn *c, IOHandler *rd, IOHandler *wr)
 {
@@ -201,9 +201,10 @@ static void rnic_conn_wait_dp(RnicConn *c, RnicVerdict v)
 {
     bool rd = !c->rx_stopped && !c->peer_fin;
     /*
-     * More to send and room for it: on an IOThread the socket's writable
-     * event brings the pump back, in the turn that serves the other
-     * sockets (a bottom half would keep the loop from them: rnic-poll.c).
+     * More to send after a spent budget: on an IOThread the socket's
+     * writable event brings the pump back, in the turn that serves the
+     * other sockets (a bottom half would keep the loop from them:
+     * rnic-poll.c).
      */
     bool more_fd = v == RNIC_DP_MORE && c->s->poller;
 

@@ -145,6 +145,7 @@ void rnic_teardown(RnicState *s)
         s->wq_bh = s->cmdq_bh = NULL;
     }
     rnic_cm_fini(s);
+    rnic_poll_stop(s);
     rnic_verbs_fini(s);
     g_free(s->rx_buf);
     s->rx_buf = NULL;

@@ -8,18 +8,20 @@
  * epoll set of its own and puts only that set on the context, with an
  * io_poll that asks the set once.  An IOThread named with iothread= then
  * polls as its poll-max-ns says, for rnic and for the other devices on
- * it; the device's own IOThread is made with polling off (rnic-thread.c).
+ * it.  The device's own IOThread does not poll (rnic-thread.c), and there
+ * the set has no io_poll: QEMU then looks at it in every turn.
  *
- * QEMU's loop does not look at a context's descriptors in a turn that has
- * a bottom half to run, once every handler there can be polled (it would
- * poll them instead, but does not while its polling time is 0).  So work
- * that goes on by itself does not come back as a bottom half: the pump of
- * a long Send waits for its socket to be writable (rnic-conn.c), and the
- * device's bottom halves look at the sockets on their way out when QEMU
- * has not for RNIC_POLL_LOOK_NS (rnic_poll_turn), as a guest that rings
- * doorbells without pause keeps one pending in every turn.  Without that
- * the peer's Sends and Writes waited in the socket while the device sent:
- * 87 ms of perftest's send credits, and ib_send_bw -e stopped for good.
+ * Once every handler of a context can be polled, QEMU's loop does not
+ * look at its descriptors in a turn that has a bottom half to run (it
+ * would poll them instead, but not while its polling time is 0, as it is
+ * at first).  So on a named IOThread work that goes on by itself does not
+ * come back as a bottom half: the pump of a long Send waits for its socket
+ * to be writable (rnic-conn.c), and the device's bottom halves look at
+ * the sockets on their way out when nothing has for RNIC_POLL_LOOK_NS
+ * (rnic_poll_turn), as a guest that rings doorbells without pause keeps
+ * one pending in every turn.  Without that the peer's Sends and Writes
+ * waited in the socket while the device sent: 87 ms of perftest's send
+ * credits, and ib_send_bw -e stopped for good.
  *
  * The set's entries are found by fd under the device lock.  An event
  * carries its entry's generation too: one for a socket closed earlier in
@@ -43,6 +45,8 @@ typedef struct RnicPoller {
     int fd;                 /* the epoll set */
     GHashTable *fds;        /* fd -> RnicPollFd, under the lock */
     uint32_t gen;
+    bool polled;            /* the set has an io_poll: a named IOThread */
+    bool on_ctx;            /* the set's handler is on the context */
     int64_t looked;         /* when the sockets were last asked (IOThread) */
 } RnicPoller;
 
@@ -71,48 +75,48 @@ static bool rnic_poll_any(void *opaque)
 }
 
 /*
- * Inside an entry: each ready socket's handlers, so that no command frees
- * a socket's owner between the lookup and the call (the handlers enter
- * again, nested).
+ * One ready socket's handlers, in one entry: no command frees the
+ * socket's owner between the lookup and the call (the handlers enter
+ * again, nested).  An entry per socket, as QEMU's own dispatch would
+ * make: the completions of each go out before the next is served.
  */
-static void rnic_poll_events(RnicPoller *p)
+static void rnic_poll_one(RnicPoller *p, const struct epoll_event *ev)
 {
+    RnicPollFd *f;
+
+    rnic_enter(p->s);
+    f = rnic_poll_fd(p, ev->data.u64);
+    if (f && f->rd && (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        f->rd(f->opaque);
+        f = rnic_poll_fd(p, ev->data.u64);     /* may be gone */
+    }
+    if (f && f->wr && (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR))) {
+        f->wr(f->opaque);
+    }
+    rnic_leave(p->s);
+}
+
+/* The set is readable, or polling found it so (the IOThread). */
+static void rnic_poll_dispatch(void *opaque)
+{
+    RnicPoller *p = opaque;
     struct epoll_event ev[RNIC_POLL_BATCH];
     int n = epoll_wait(p->fd, ev, ARRAY_SIZE(ev), 0);
 
     p->looked = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     for (int i = 0; i < n; i++) {
-        uint32_t e = ev[i].events;
-        RnicPollFd *f = rnic_poll_fd(p, ev[i].data.u64);
-
-        if (f && f->rd && (e & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-            f->rd(f->opaque);
-            f = rnic_poll_fd(p, ev[i].data.u64);    /* may be gone */
-        }
-        if (f && f->wr && (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))) {
-            f->wr(f->opaque);
-        }
+        rnic_poll_one(p, &ev[i]);
     }
 }
 
-/* The set is readable, or polling found it so. */
-static void rnic_poll_dispatch(void *opaque)
-{
-    RnicPoller *p = opaque;
-
-    rnic_enter(p->s);
-    rnic_poll_events(p);
-    rnic_leave(p->s);
-}
-
-/* A bottom half ends, inside its entry: the sockets, if QEMU has not looked. */
+/* A bottom half ends: the sockets, if nothing has looked at them lately. */
 void rnic_poll_turn(RnicState *s)
 {
     RnicPoller *p = s->poller;
 
-    if (p && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - p->looked >=
-             RNIC_POLL_LOOK_NS) {
-        rnic_poll_events(p);
+    if (p && p->polled && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
+                          p->looked >= RNIC_POLL_LOOK_NS) {
+        rnic_poll_dispatch(p);
     }
 }
 
@@ -128,9 +132,12 @@ void rnic_poll_init(RnicState *s)
         abort();
     }
     p->fds = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    p->polled = !s->own_iothread;
+    p->on_ctx = true;
     s->poller = p;
     aio_set_fd_handler(s->ctx, p->fd, rnic_poll_dispatch, NULL,
-                       rnic_poll_any, rnic_poll_dispatch, p);
+                       p->polled ? rnic_poll_any : NULL,
+                       p->polled ? rnic_poll_dispatch : NULL, p);
 }
 
 /* Under the lock: @fd's handlers, or none (both NULL). */
@@ -162,10 +169,23 @@ void rnic_poll_set(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
     f->wr = wr;
     f->opaque = opaque;
     ev.data.u64 = (uint64_t)f->gen << 32 | (uint32_t)fd;
-    /* a socket closed with its handlers set left the set by itself */
-    if (epoll_ctl(p->fd, op, fd, &ev) < 0 &&
-        (errno != ENOENT || epoll_ctl(p->fd, EPOLL_CTL_ADD, fd, &ev))) {
+    if (epoll_ctl(p->fd, op, fd, &ev) < 0) {
         error_report("rnic: epoll_ctl(%d): %s", fd, strerror(errno));
+    }
+}
+
+/*
+ * The teardown, every socket gone: the set leaves the context, on the
+ * IOThread when there is one, so that no later dispatch of this turn or
+ * poll of the next reaches a device about to be finalized.
+ */
+void rnic_poll_stop(RnicState *s)
+{
+    RnicPoller *p = s->poller;
+
+    if (p && p->on_ctx) {
+        p->on_ctx = false;
+        aio_set_fd_handler(s->ctx, p->fd, NULL, NULL, NULL, NULL, NULL);
     }
 }
 
@@ -178,11 +198,7 @@ static void rnic_poll_free(void *opaque)
     g_free(p);
 }
 
-/*
- * At finalize, every socket gone (the teardown ran on the IOThread): off
- * the context, and freed by the IOThread a turn later, as it may be
- * asking the set right now.
- */
+/* At finalize: freed by the IOThread, after the turns that knew the set. */
 void rnic_poll_fini(RnicState *s)
 {
     RnicPoller *p = s->poller;
@@ -190,7 +206,7 @@ void rnic_poll_fini(RnicState *s)
     if (!p) {
         return;
     }
+    rnic_poll_stop(s);      /* a realize that failed before the teardown */
     s->poller = NULL;
-    aio_set_fd_handler(s->ctx, p->fd, NULL, NULL, NULL, NULL, NULL);
     aio_bh_schedule_oneshot(s->ctx, rnic_poll_free, p);
 }

@@ -23,7 +23,7 @@
  *     capture), QEMU's exit notifier.  Only the mailbox (rnic-db.c:
  *     atomics) and the irq_mask (atomic) are touched without it.
  *     [rnic_capture_stop() asserts it for the capture writer,
-     rnic_poll_set() for the sockets' table.]
+ *     rnic_poll_set() for the sockets' table.]
  *  2. The IOThread never holds the BQL inside the device, and never
  *     dispatches an MMIO access of it (its DMA reaches RAM only).
  *     [rnic_enter() and rnic-regs.c assert both.]

@@ -213,7 +213,7 @@ struct RnicConn {
     uint8_t early[2048];
     size_t early_len;
     QEMUTimer *deadline;    /* MPA exchange or graceful close too slow */
-    QEMUBH *bh;             /* runs the pump again after a spent budget */
+    QEMUBH *bh;             /* the pump again: main loop, and thaw */
     /* the handlers registered on fd: changed only when they differ */
     IOHandler *watch_rd, *watch_wr;
     /* RTS: the QP's iWARP stream (rnic-dp.c) */
@@ -570,6 +570,7 @@ void rnic_run_on_ctx(RnicState *s, void (*fn)(RnicState *s));
 void rnic_poll_init(RnicState *s);
 void rnic_poll_set(RnicState *s, int fd, IOHandler *rd, IOHandler *wr,
                    void *opaque);
+void rnic_poll_stop(RnicState *s);
 void rnic_poll_fini(RnicState *s);
 void rnic_poll_turn(RnicState *s);
 
