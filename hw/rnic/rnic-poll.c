@@ -8,8 +8,11 @@
  * epoll set of its own and puts only that set on the context, with an
  * io_poll that asks the set once.  An IOThread named with iothread= then
  * polls as its poll-max-ns says, for rnic and for the other devices on
- * it.  The device's own IOThread does not poll (rnic-thread.c), and there
- * the set has no io_poll: QEMU then looks at it in every turn.
+ * it.  On the device's own IOThread the set has no io_poll, so that
+ * IOThread does not poll and QEMU looks at the set in every turn: on two
+ * host cores a polling IOThread takes the vCPUs' time, and latency grew
+ * (docs/protocol.md, "Small messages in a guest").  Polling is for an
+ * IOThread the user names, and tunes.
  *
  * Once every handler of a context can be polled, QEMU's loop does not
  * look at its descriptors in a turn that has a bottom half to run (it
@@ -47,7 +50,7 @@ typedef struct RnicPoller {
     uint32_t gen;
     bool polled;            /* the set has an io_poll: a named IOThread */
     bool on_ctx;            /* the set's handler is on the context */
-    int64_t looked;         /* when the sockets were last asked (IOThread) */
+    int64_t looked;         /* polled: when the sockets were last asked */
 } RnicPoller;
 
 typedef struct RnicPollFd {
@@ -103,7 +106,9 @@ static void rnic_poll_dispatch(void *opaque)
     struct epoll_event ev[RNIC_POLL_BATCH];
     int n = epoll_wait(p->fd, ev, ARRAY_SIZE(ev), 0);
 
-    p->looked = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    if (p->polled) {
+        p->looked = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    }
     for (int i = 0; i < n; i++) {
         rnic_poll_one(p, &ev[i]);
     }

@@ -74,12 +74,6 @@ bool rnic_thread_init(RnicState *s, Error **errp)
             return false;
         }
         s->own_iothread = io;
-        /*
-         * On two host cores a polling IOThread takes the vCPUs' time:
-         * latency grew (docs/protocol.md, "Small messages in a guest").
-         * Polling is for an IOThread the user names, and tunes.
-         */
-        object_property_set_int(OBJECT(io), "poll-max-ns", 0, &error_abort);
     }
     s->ctx = iothread_get_aio_context(io);
     qemu_rec_mutex_init(&s->lock);
