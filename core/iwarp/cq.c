@@ -92,19 +92,20 @@ uint32_t rnic_cq_refcount(const struct rnic_cq *cq)
     return cq->refs;
 }
 
-/*
- * verbs: an unsuccessful completion counts as solicited, so an application
- * that sleeps on solicited events still learns about errors.
- */
+bool rnic_cq_arm_wants(enum rnic_cq_arm how, const struct rnic_cqe *cqe)
+{
+    return how == RNIC_CQ_ARM_NEXT || (cqe->flags & RNIC_WC_SOLICITED) ||
+           cqe->status != RNIC_WC_SUCCESS;
+}
+
 static bool rnic_cq_wants_notify(const struct rnic_cq *cq,
                                  const struct rnic_cqe *cqe)
 {
     switch (cq->armed) {
     case RNIC_CQ_ARMED_NEXT:
-        return true;
+        return rnic_cq_arm_wants(RNIC_CQ_ARM_NEXT, cqe);
     case RNIC_CQ_ARMED_SOLICITED:
-        return (cqe->flags & RNIC_WC_SOLICITED) ||
-               cqe->status != RNIC_WC_SUCCESS;
+        return rnic_cq_arm_wants(RNIC_CQ_ARM_SOLICITED, cqe);
     default:
         return false;
     }

@@ -63,6 +63,12 @@ uint32_t rnic_cq_poll(struct rnic_cq *cq, struct rnic_cqe *out, uint32_t max);
  * are requested before a CQE arrives, as in verbs.
  */
 void rnic_cq_arm(struct rnic_cq *cq, enum rnic_cq_arm how);
+/*
+ * Whether @cqe is what an arm of @how waits for (an unsuccessful one
+ * counts as solicited, so that an application asleep on solicited events
+ * still learns of errors).
+ */
+bool rnic_cq_arm_wants(enum rnic_cq_arm how, const struct rnic_cqe *cqe);
 
 uint32_t rnic_cq_depth(const struct rnic_cq *cq);
 uint32_t rnic_cq_count(const struct rnic_cq *cq);

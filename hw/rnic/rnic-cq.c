@@ -24,6 +24,7 @@ void rnic_dev_cq_deliver(RnicState *s, RnicCq *cq)
 {
     RnicRing *r = &cq->ring;
     uint32_t prod = r->prod;
+    bool solicited = false;
     struct rnic_cqe c;
 
     while (rnic_ring_used(r) < rnic_ring_entries(r) &&
@@ -44,7 +45,11 @@ void rnic_dev_cq_deliver(RnicState *s, RnicCq *cq)
         trace_rnic_cqe(cq->cqn, c.qpn, rnic_wc_status_str(c.status),
                        rnic_wc_opcode_str(c.opcode), c.byte_len);
         s->stats.cqe[e.status & 15]++;
+        solicited |= rnic_cq_arm_wants(RNIC_CQ_ARM_SOLICITED, &c);
         r->prod++;
+    }
+    if (r->prod != prod) {
+        rnic_wq_cq_arm_late(s, cq, solicited);
     }
     if (rnic_cq_overflowed(cq->core) && !cq->overflow_reported) {
         cq->overflow_reported = true;

@@ -11,7 +11,12 @@
  * and applies each index as the doorbell would have (rnic-wq.c checks it
  * there).  Indexes are absolute, so a newer one written before the drain
  * replaces the older: the device acts on the latest, as a hardware RNIC
- * that reads its doorbell register once after several writes.
+ * that reads its doorbell register once after several writes.  A CQ arm
+ * is mailed too, to a slot of its own whose arms add up (one for the next
+ * completion stays one when a solicited-only arm follows it, as in the
+ * core); and a CQ's completions, once written, look for an arm mailed
+ * meanwhile (rnic_wq_cq_arm_late), so that a guest that armed after it
+ * found its ring empty is not left asleep.
  *
  * Protocol (no lock): the writer swaps its value into the slot and, only
  * if the slot was empty, sets the pending bit, then the summary bit of
@@ -23,7 +28,7 @@
  * cleared before the writer set its pending bit stays set for the next
  * drain, which then finds no pending bit: nothing is lost and nothing
  * grows.  The summary spares each run of the bottom half a read of every
- * pending word: some 770 of them with the default max-* properties.
+ * pending word: 1026 of them with the default max-* properties.
  *
  * Doorbell pages (BAR 4) are mapped into processes: one must not
  * be able to overwrite another's pending index.  So a slot remembers the
@@ -48,25 +53,27 @@
 #define RNIC_DB_UDB_SHIFT 17
 QEMU_BUILD_BUG_ON(RNIC_UDB_PAGES_MAX >= 1u << (32 - RNIC_DB_UDB_SHIFT));
 
-/* The mailbox: the slots of every SQ, then RQ, CQ and SRQ, by id. */
-static const hwaddr rnic_db_regs[] = {
+/* The mailbox: the slots of every SQ, then RQ, CQ, SRQ and CQ arm, by id. */
+#define RNIC_DB_KINDS 5
+static const hwaddr rnic_db_regs[RNIC_DB_KINDS] = {
     RNIC_REG_DB_SQ, RNIC_REG_DB_RQ, RNIC_REG_DB_CQ, RNIC_REG_DB_SRQ,
+    RNIC_REG_DB_CQ_ARM,
 };
 
-static void rnic_db_counts(RnicState *s, int64_t n[4])
+static void rnic_db_counts(RnicState *s, int64_t n[RNIC_DB_KINDS])
 {
     n[0] = n[1] = s->params.limits.max_qp + 1ll;
-    n[2] = s->params.limits.max_cq + 1ll;
+    n[2] = n[4] = s->params.limits.max_cq + 1ll;
     n[3] = s->params.limits.max_srq + 1ll;
 }
 
 /* The slot of (register, id), or -1 for the locked path (CQ_ARM, ...). */
 static int64_t rnic_db_slot(RnicState *s, hwaddr reg, uint32_t id)
 {
-    int64_t n[4], base = 0;
+    int64_t n[RNIC_DB_KINDS], base = 0;
 
     rnic_db_counts(s, n);
-    for (int i = 0; i < 4; base += n[i++]) {
+    for (int i = 0; i < RNIC_DB_KINDS; base += n[i++]) {
         if (reg == rnic_db_regs[i]) {
             return id < n[i] ? base + id : -1;
         }
@@ -76,7 +83,7 @@ static int64_t rnic_db_slot(RnicState *s, hwaddr reg, uint32_t id)
 
 static hwaddr rnic_db_of_slot(RnicState *s, int64_t slot, uint32_t *id)
 {
-    int64_t n[4];
+    int64_t n[RNIC_DB_KINDS];
     int i = 0;
 
     rnic_db_counts(s, n);
@@ -89,13 +96,13 @@ static hwaddr rnic_db_of_slot(RnicState *s, int64_t slot, uint32_t *id)
 
 void rnic_db_init(RnicState *s)
 {
-    int64_t n[4];
+    int64_t n[RNIC_DB_KINDS];
 
     if (!s->ctx) {
         return;                 /* the BQL serialises; no mailbox */
     }
     rnic_db_counts(s, n);
-    s->db_slots = n[0] + n[1] + n[2] + n[3];
+    s->db_slots = n[0] + n[1] + n[2] + n[3] + n[4];
     s->db_mail = g_new0(uint32_t, s->db_slots);
     s->db_owner = g_new0(uint16_t, s->db_slots);
     s->db_pending = bitmap_new(s->db_slots);
@@ -131,7 +138,8 @@ bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
         return false;
     }
     trace_rnic_doorbell(reg, RNIC_DB_ID(val), RNIC_DB_INDEX(val));
-    if (!qatomic_xchg(&s->db_mail[slot], v)) {
+    if (!(reg == RNIC_REG_DB_CQ_ARM ? qatomic_fetch_or(&s->db_mail[slot], v)
+                                    : qatomic_xchg(&s->db_mail[slot], v))) {
         uint64_t w = BIT_WORD(slot);
 
         qatomic_or(&s->db_pending[w], BIT_MASK(slot));
@@ -155,26 +163,49 @@ void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb)
     }
 }
 
-/* A slot's value @v, taken from the mailbox, as the doorbell it stands for. */
+/* A slot's value @v as the doorbell it stands for and the page it used. */
+static void rnic_db_decode(uint32_t id, uint32_t v, uint32_t *val,
+                           uint16_t *udb)
+{
+    *val = RNIC_DB_VALUE(id, v & (RNIC_DB_FULL - 1));
+    *udb = v >> RNIC_DB_UDB_SHIFT;
+}
+
+/* A slot's value @v, taken from the mailbox, applied. */
 static void rnic_db_apply_mail(RnicState *s, hwaddr reg, uint32_t id,
                                uint32_t v)
 {
-    rnic_wq_db_apply(s, reg, RNIC_DB_VALUE(id, v & (RNIC_DB_FULL - 1)),
-                     v >> RNIC_DB_UDB_SHIFT);
+    uint32_t val;
+    uint16_t udb;
+
+    rnic_db_decode(id, v, &val, &udb);
+    rnic_wq_db_apply(s, reg, val, udb);
 }
 
 /*
- * The IOThread, under the lock: what is mailed for one queue, applied
- * ahead of the drain.  Its pending bit stays; the drain finds the slot
- * empty.
+ * The IOThread, under the lock: what is mailed for one queue, taken ahead
+ * of the drain: true if there was a doorbell, its value in *@val and the
+ * page it came through in *@udb.  Its pending bit stays; the drain finds
+ * the slot empty.
  */
-void rnic_db_take(RnicState *s, hwaddr reg, uint32_t id)
+bool rnic_db_take_value(RnicState *s, hwaddr reg, uint32_t id,
+                        uint32_t *val, uint16_t *udb)
 {
     int64_t slot = s->db_mail ? rnic_db_slot(s, reg, id) : -1;
     uint32_t v = slot < 0 ? 0 : qatomic_xchg(&s->db_mail[slot], 0);
 
-    if (v) {
-        rnic_db_apply_mail(s, reg, id, v);
+    rnic_db_decode(id, v, val, udb);
+    return v;
+}
+
+/* The same, applied. */
+void rnic_db_take(RnicState *s, hwaddr reg, uint32_t id)
+{
+    uint32_t val;
+    uint16_t udb;
+
+    if (rnic_db_take_value(s, reg, id, &val, &udb)) {
+        rnic_wq_db_apply(s, reg, val, udb);
     }
 }
 

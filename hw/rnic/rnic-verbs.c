@@ -349,6 +349,7 @@ uint16_t rnic_dev_cq_make(RnicState *s, struct rnic_cmd_cq *p, uint32_t i)
     cq->vector = p->msix_vector;
     cq->udb = le32_to_cpu(p->udb);
     rnic_db_own(s, RNIC_REG_DB_CQ, cq->cqn, cq->udb);
+    rnic_db_own(s, RNIC_REG_DB_CQ_ARM, cq->cqn, cq->udb);
     cq->s = s;
     cq->core = rnic_cq_new(1u << p->log_size, rnic_dev_cq_notify, cq);
     rnic_cq_set_changed(cq->core, rnic_dev_cq_changed, cq);
@@ -378,6 +379,7 @@ static void rnic_dev_cq_free(RnicState *s, RnicCq *cq)
     }
     s->cqs[cq->cqn - 1] = NULL;
     rnic_db_own(s, RNIC_REG_DB_CQ, cq->cqn, 0);
+    rnic_db_own(s, RNIC_REG_DB_CQ_ARM, cq->cqn, 0);
     rnic_cq_destroy(cq->core);
     g_free(cq);
 }

@@ -425,6 +425,36 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
     }
 }
 
+/*
+ * Under the lock, after completions went into @cq's ring: an arm mailed
+ * meanwhile (rnic-db.c).  The guest may have found the ring empty, armed
+ * and gone to sleep before they were there, so if one of them is what
+ * the arm waits for (any completion, or a @solicited one) it interrupts
+ * now.  The guest may as well have seen them before it armed: then that
+ * interrupt brings it nothing new (a driver checks its ring, as
+ * rnic_ib_cq_vector does), so the arm is also applied as usual and stays
+ * for the next completion.  The barrier pairs with the vCPU's swap into
+ * the mailbox: either that swap is seen here, or the guest's look at its
+ * ring after the arm finds the completions.
+ */
+void rnic_wq_cq_arm_late(RnicState *s, RnicCq *cq, bool solicited)
+{
+    const hwaddr reg = RNIC_REG_DB_CQ_ARM;
+    uint32_t val;
+    uint16_t udb;
+
+    smp_mb();   /* the completions before the mailbox: see above */
+    if (!rnic_db_take_value(s, reg, cq->cqn, &val, &udb) ||
+        !rnic_db_page_ok(reg, val, udb, cq->udb)) {
+        return;
+    }
+    rnic_wq_db_apply(s, reg, val, udb);
+    if ((val & RNIC_DB_ARM_NEXT) ||
+        (solicited && (val & RNIC_DB_ARM_SOLICITED))) {
+        cq->irq_pending = true;
+    }
+}
+
 void rnic_wq_doorbell(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
 {
     trace_rnic_doorbell(reg, RNIC_DB_ID(val), RNIC_DB_INDEX(val));

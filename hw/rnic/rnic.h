@@ -411,6 +411,7 @@ void rnic_wq_run(void *opaque);
 void rnic_wq_schedule(RnicState *s);
 void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 void rnic_wq_recv_now(RnicState *s, RnicQp *qp);
+void rnic_wq_cq_arm_late(RnicState *s, RnicCq *cq, bool solicited);
 /* Their rings are fetched from at the next run. */
 void rnic_dev_qp_kick(RnicState *s, RnicQp *qp);
 void rnic_dev_srq_kick(RnicState *s, RnicSrq *srq);
@@ -422,6 +423,8 @@ bool rnic_db_post(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 void rnic_db_own(RnicState *s, hwaddr reg, uint32_t id, uint16_t udb);
 void rnic_db_drain(RnicState *s, bool apply);
 void rnic_db_take(RnicState *s, hwaddr reg, uint32_t id);
+bool rnic_db_take_value(RnicState *s, hwaddr reg, uint32_t id,
+                        uint32_t *val, uint16_t *udb);
 
 /*
  * rnic-cq.c (a leaf but for rnic_wq_schedule()): the core tells which CQs

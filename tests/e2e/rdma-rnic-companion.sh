@@ -17,6 +17,7 @@
 # six, the two that take a receive per message at 1M); E2E_QPERF_DUR:
 # seconds each (default 2); E2E_NAME.  make bench-guest sets them for its
 # RDMA Read figures (lib/qperf-figures.py reads the client's log).
+# E2E_SERVER_QEMU_ARGS, E2E_CLIENT_QEMU_ARGS: more QEMU options (-trace).
 . "$(dirname "$0")/lib/e2e.sh"
 
 name=${E2E_NAME:-rdma-rnic-companion}
@@ -97,13 +98,15 @@ args="e2e.port=$port e2e.perf=ib_write_bw e2e.qperf=$qperf e2e.qdur=${E2E_QPERF_
 e2e_guest_start "$name-server" "$initrd" \
     "e2e.role=server e2e.ip=$net.1 e2e.peer=$net.2 $args" $rnic_io \
     -netdev "socket,id=l0,listen=127.0.0.1:$link" \
-    -device "virtio-net-pci,netdev=l0,mac=${mac}1,romfile=" -device "$dev,mac=${mac}1"
+    -device "virtio-net-pci,netdev=l0,mac=${mac}1,romfile=" -device "$dev,mac=${mac}1" \
+    ${E2E_SERVER_QEMU_ARGS:-}
 e2e_wait_listen "$link"
 # shellcheck disable=SC2086
 e2e_guest_start "$name-client" "$initrd" \
     "e2e.role=client e2e.ip=$net.2 e2e.peer=$net.1 $args" $rnic_io \
     -netdev "socket,id=l0,connect=127.0.0.1:$link" \
-    -device "virtio-net-pci,netdev=l0,mac=${mac}2,romfile=" -device "$dev,mac=${mac}2"
+    -device "virtio-net-pci,netdev=l0,mac=${mac}2,romfile=" -device "$dev,mac=${mac}2" \
+    ${E2E_CLIENT_QEMU_ARGS:-}
 
 rc=0
 e2e_guest_wait "$name-client" || rc=1

@@ -930,6 +930,72 @@ static void test_example_cq_armed(void)
 }
 
 /*
+ * A driver arms its CQ, looks at the ring once more and sleeps if it is
+ * empty; on an IOThread the arm is mailed (rnic-db.c), not applied at
+ * once.  Each round b reads 1 MiB from a and arms while the Read Response
+ * streams in, a few microseconds later each round, so that some arms are
+ * mailed while the device handles the Response's last octets and writes
+ * the completion.  The round ends when the completion is in the ring
+ * after the arm, or else when the interrupt comes; a lost wake-up is a
+ * round with neither, ended by QRNIC_TIMEOUT_US.
+ */
+#define ARM_ROUNDS      400
+#define ARM_SPREAD_US   400     /* the arm's delay: round % ARM_SPREAD_US */
+#define ARM_READ_LEN    (1024 * 1024)
+
+static void cq_arm_round(Side *b, uint32_t sink, uint32_t src, uint32_t i)
+{
+    struct rnic_sq_wqe w = {
+        .wr_id = cpu_to_le64(i),
+        .opcode = RNIC_WQE_READ,
+        .num_sge = 1,
+        .sge[0] = qrnic_sge(sink, IOVA, ARM_READ_LEN),
+        .remote_stag = cpu_to_le32(src),
+        .remote_addr = cpu_to_le64(IOVA),
+    };
+    gint64 end = g_get_monotonic_time() + QRNIC_TIMEOUT_US;
+    struct rnic_cq_entry e;
+
+    qrnic_msix_fired(&b->t, 1);     /* one a round before may have sent */
+    dp_post_send(b, &w);
+    g_usleep(i % ARM_SPREAD_US);
+    qrnic_wr(&b->t, RNIC_REG_DB_CQ_ARM, b->cqn | RNIC_DB_ARM_NEXT);
+    if (!qrnic_read_cqe(&b->t, b->cq_ring, CQ_LOG, b->cq_cons, &e)) {
+        while (!qrnic_msix_fired(&b->t, 1)) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(50);
+        }
+    }
+    dp_expect_cqe(b, RNIC_WQE_READ, RNIC_CQE_SUCCESS, i, &e);
+}
+
+/* An MR of ARM_READ_LEN on @x, for the Reads of cq_arm_round(). */
+static uint32_t cq_arm_mr(Side *x)
+{
+    uint64_t buf = guest_alloc(x->t.alloc, ARM_READ_LEN);
+    uint32_t stag;
+
+    g_assert_cmphex(qrnic_reg_mr(&x->t, x->pdn, buf, ARM_READ_LEN,
+                                 RNIC_ACC_LOCAL_WRITE | RNIC_ACC_REMOTE_READ,
+                                 0x02, &stag), ==, RNIC_CMD_OK);
+    return stag;
+}
+
+static void test_cq_arm_race(void)
+{
+    uint32_t src, sink;
+    Side a, b;
+
+    connect_pair(&a, &b, NULL, NULL);
+    src = cq_arm_mr(&a);
+    sink = cq_arm_mr(&b);
+    for (uint32_t i = 0; i < ARM_ROUNDS; i++) {
+        cq_arm_round(&b, sink, src, i);
+    }
+    stop_pair(&a, &b);
+}
+
+/*
  * a sends before b's driver posted a receive buffer: b has nowhere to put
  * the message, terminates the connection, and a learns it only from the
  * Terminate (its Send had already completed: iWARP has no acknowledgement).
@@ -1303,6 +1369,7 @@ int main(int argc, char **argv)
     qrnic_test_add_both("/rnic/dp/capture-runtime", test_capture_runtime);
     qrnic_test_add_both("/rnic/dp/capture-exit-in-flight",
                         test_capture_exit_in_flight);
+    qtest_add_func("/rnic/dp/cq-arm-race", test_cq_arm_race);
     qtest_add_func("/rnic/dp/example/read-stag", test_example_read_stag);
     qtest_add_func("/rnic/dp/example/cq-not-armed",
                    test_example_cq_not_armed);
