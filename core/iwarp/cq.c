@@ -155,6 +155,20 @@ void rnic_cq_arm(struct rnic_cq *cq, enum rnic_cq_arm how)
     }
 }
 
+bool rnic_cq_arm_held(struct rnic_cq *cq, enum rnic_cq_arm how)
+{
+    rnic_cq_arm(cq, how);
+    for (uint32_t i = 0; i < cq->count; i++) {
+        if (rnic_cq_wants_notify(cq,
+                                 &cq->ring[rnic_ring_slot(cq->head, i,
+                                                          cq->depth)])) {
+            cq->armed = RNIC_CQ_DISARMED;
+            return true;
+        }
+    }
+    return false;
+}
+
 uint32_t rnic_cq_depth(const struct rnic_cq *cq)
 {
     return cq->depth;

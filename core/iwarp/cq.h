@@ -64,6 +64,12 @@ uint32_t rnic_cq_poll(struct rnic_cq *cq, struct rnic_cqe *out, uint32_t max);
  */
 void rnic_cq_arm(struct rnic_cq *cq, enum rnic_cq_arm how);
 /*
+ * The same, as if it had come before the CQEs @cq still holds (made, not
+ * yet polled): true when one of them is what it asks for, which uses the
+ * arm up (the caller notifies), false when the CQ stays armed.
+ */
+bool rnic_cq_arm_held(struct rnic_cq *cq, enum rnic_cq_arm how);
+/*
  * Whether @cqe is what an arm of @how waits for (an unsuccessful one
  * counts as solicited, so that an application asleep on solicited events
  * still learns of errors).

@@ -27,6 +27,9 @@ void rnic_dev_cq_deliver(RnicState *s, RnicCq *cq)
     bool solicited = false;
     struct rnic_cqe c;
 
+    if (rnic_cq_count(cq->core)) {
+        rnic_wq_cq_arm_early(s, cq);
+    }
     while (rnic_ring_used(r) < rnic_ring_entries(r) &&
            rnic_cq_poll(cq->core, &c, 1)) {
         struct rnic_cq_entry e;

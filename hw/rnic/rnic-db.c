@@ -67,7 +67,10 @@ static void rnic_db_counts(RnicState *s, int64_t n[RNIC_DB_KINDS])
     n[3] = s->params.limits.max_srq + 1ll;
 }
 
-/* The slot of (register, id), or -1 for the locked path (CQ_ARM, ...). */
+/*
+ * The slot of (register, id), or -1 for the locked path: another
+ * register, or an id past the max-* properties.
+ */
 static int64_t rnic_db_slot(RnicState *s, hwaddr reg, uint32_t id)
 {
     int64_t n[RNIC_DB_KINDS], base = 0;

@@ -9,10 +9,10 @@
  * With an IOThread the device state has one lock (RnicState.lock, taken
  * by rnic_enter): the IOThread holds it while it runs commands, work
  * queues and connections; a vCPU holds it only while it decodes a
- * register access other than a work-queue or CQ doorbell (those go to a
- * mailbox without it, rnic-db.c) and kicks a bottom half.  The
- * IOThread never takes the BQL (see rnic-bus.c: RAM-only DMA, MSI-X sent
- * by the main loop), so a thread holding the BQL may wait for it: reset
+ * register access other than a work-queue or CQ doorbell or a CQ arm
+ * (those go to a mailbox without it, rnic-db.c) and kicks a bottom half.
+ * The IOThread never takes the BQL (see rnic-bus.c: RAM-only DMA, MSI-X
+ * sent by the main loop), so a thread holding the BQL may wait for it: reset
  * and unplug run in the IOThread as a bottom half, between two of its
  * callbacks, never under one, while the caller waits on an event.
  *

@@ -340,6 +340,38 @@ static bool rnic_db_page_ok(hwaddr reg, uint32_t val, uint16_t udb,
     return true;
 }
 
+/* An arm @val may ask for. */
+#define RNIC_WQ_ARM_BITS (RNIC_DB_ARM_NEXT | RNIC_DB_ARM_SOLICITED)
+
+/*
+ * Under the lock: the arm bits of @val on @cq.  Completions already made
+ * but not yet in the guest's ring reach it after this arm: the guest sees
+ * them as new, so the first of them that the arm asks for interrupts, or
+ * a guest that armed and then found its ring empty sleeps forever.
+ */
+static void rnic_wq_cq_arm(RnicCq *cq, uint32_t val)
+{
+    if ((val & RNIC_WQ_ARM_BITS) &&
+        rnic_cq_arm_held(cq->core, val & RNIC_DB_ARM_NEXT ?
+                         RNIC_CQ_ARM_NEXT : RNIC_CQ_ARM_SOLICITED)) {
+        cq->irq_pending = true;
+    }
+}
+
+/* Under the lock: @cq's arm bits waiting in the mailbox (rnic-db.c), or 0. */
+static uint32_t rnic_wq_cq_arm_mailed(RnicState *s, RnicCq *cq)
+{
+    const hwaddr reg = RNIC_REG_DB_CQ_ARM;
+    uint32_t val;
+    uint16_t udb;
+
+    if (!rnic_db_take_value(s, reg, cq->cqn, &val, &udb) ||
+        !rnic_db_page_ok(reg, val, udb, cq->udb)) {
+        return 0;
+    }
+    return val & RNIC_WQ_ARM_BITS;
+}
+
 /*
  * Under the lock: from the register write, or from the mailbox (rnic-db.c).
  * udb: the doorbell page + 1 it came through, 0 for BAR 0 (the kernel's).
@@ -403,18 +435,8 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
         }
         if (reg == RNIC_REG_DB_CQ) {
             rnic_ring_db_cons(&cq->ring, idx);
-        } else if (val & (RNIC_DB_ARM_NEXT | RNIC_DB_ARM_SOLICITED)) {
-            rnic_cq_arm(cq->core, val & RNIC_DB_ARM_NEXT ?
-                        RNIC_CQ_ARM_NEXT : RNIC_CQ_ARM_SOLICITED);
-            /*
-             * Completions already made but not yet in the guest's ring
-             * reach it after this arm: the guest sees them as new, so
-             * they must interrupt, or a guest that armed and then found
-             * its ring empty sleeps forever.
-             */
-            if (rnic_cq_count(cq->core)) {
-                cq->irq_pending = true;
-            }
+        } else {
+            rnic_wq_cq_arm(cq, val);
         }
         /* Only completions waiting for room need the bottom half. */
         if (rnic_cq_count(cq->core)) {
@@ -426,31 +448,37 @@ void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb)
 }
 
 /*
+ * Under the lock, before completions go into @cq's ring: an arm the guest
+ * mailed before them (rnic-db.c) is applied first, as it would have been
+ * had it taken the lock.
+ */
+void rnic_wq_cq_arm_early(RnicState *s, RnicCq *cq)
+{
+    rnic_wq_cq_arm(cq, rnic_wq_cq_arm_mailed(s, cq));
+}
+
+/*
  * Under the lock, after completions went into @cq's ring: an arm mailed
- * meanwhile (rnic-db.c).  The guest may have found the ring empty, armed
- * and gone to sleep before they were there, so if one of them is what
- * the arm waits for (any completion, or a @solicited one) it interrupts
- * now.  The guest may as well have seen them before it armed: then that
+ * while they were written.  The guest may have found the ring empty, armed
+ * and gone to sleep before they were there, so if one of them is what the
+ * arm asks for (any completion, or a @solicited one) it interrupts now.
+ * The guest may as well have seen them before it armed: then that
  * interrupt brings it nothing new (a driver checks its ring, as
  * rnic_ib_cq_vector does), so the arm is also applied as usual and stays
- * for the next completion.  The barrier pairs with the vCPU's swap into
- * the mailbox: either that swap is seen here, or the guest's look at its
- * ring after the arm finds the completions.
+ * for the next completion.  Only an arm that reached the mailbox within
+ * those few writes is taken here.  The barrier pairs with the vCPU's swap
+ * into the mailbox: either that swap is seen here, or the guest's look at
+ * its ring after the arm finds the completions.
  */
 void rnic_wq_cq_arm_late(RnicState *s, RnicCq *cq, bool solicited)
 {
-    const hwaddr reg = RNIC_REG_DB_CQ_ARM;
-    uint32_t val;
-    uint16_t udb;
+    uint32_t arm;
 
     smp_mb();   /* the completions before the mailbox: see above */
-    if (!rnic_db_take_value(s, reg, cq->cqn, &val, &udb) ||
-        !rnic_db_page_ok(reg, val, udb, cq->udb)) {
-        return;
-    }
-    rnic_wq_db_apply(s, reg, val, udb);
-    if ((val & RNIC_DB_ARM_NEXT) ||
-        (solicited && (val & RNIC_DB_ARM_SOLICITED))) {
+    arm = rnic_wq_cq_arm_mailed(s, cq);
+    rnic_wq_cq_arm(cq, arm);
+    if ((arm & RNIC_DB_ARM_NEXT) ||
+        (solicited && (arm & RNIC_DB_ARM_SOLICITED))) {
         cq->irq_pending = true;
     }
 }

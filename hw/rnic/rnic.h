@@ -411,6 +411,7 @@ void rnic_wq_run(void *opaque);
 void rnic_wq_schedule(RnicState *s);
 void rnic_wq_db_apply(RnicState *s, hwaddr reg, uint32_t val, uint16_t udb);
 void rnic_wq_recv_now(RnicState *s, RnicQp *qp);
+void rnic_wq_cq_arm_early(RnicState *s, RnicCq *cq);
 void rnic_wq_cq_arm_late(RnicState *s, RnicCq *cq, bool solicited);
 /* Their rings are fetched from at the next run. */
 void rnic_dev_qp_kick(RnicState *s, RnicQp *qp);

@@ -163,6 +163,38 @@ START_TEST(test_cq_arm_next_beats_solicited)
 }
 END_TEST
 
+/*
+ * An arm applied after CQEs were made but before they were polled acts as
+ * if it had come first: a held CQE it asks for uses it up (the caller
+ * notifies), else it stays for the next push.
+ */
+START_TEST(test_cq_arm_held)
+{
+    struct rnic_cq *cq = ncq;
+    struct rnic_cqe plain = make_cqe(1, RNIC_WC_SUCCESS, 0);
+    struct rnic_cqe err = make_cqe(2, RNIC_WC_LOC_LEN_ERR, 0);
+    struct rnic_cqe out[4];
+
+    ck_assert(!rnic_cq_arm_held(cq, RNIC_CQ_ARM_NEXT));
+    ck_assert_str_eq(rnic_cq_armed_str(cq), "next");
+    ck_assert_int_eq(rnic_cq_push(cq, &plain), 0);
+    ck_assert_int_eq(nlog.calls, 1);
+    /* held: one plain CQE */
+    ck_assert(!rnic_cq_arm_held(cq, RNIC_CQ_ARM_SOLICITED));
+    ck_assert_str_eq(rnic_cq_armed_str(cq), "solicited");
+    ck_assert(rnic_cq_arm_held(cq, RNIC_CQ_ARM_NEXT));
+    ck_assert_str_eq(rnic_cq_armed_str(cq), "no");
+    ck_assert_int_eq(rnic_cq_push(cq, &plain), 0);
+    ck_assert_int_eq(rnic_cq_push(cq, &err), 0);
+    ck_assert_int_eq(nlog.calls, 1);
+    /* held: plain, plain, err; an error counts as solicited */
+    ck_assert(rnic_cq_arm_held(cq, RNIC_CQ_ARM_SOLICITED));
+    ck_assert_str_eq(rnic_cq_armed_str(cq), "no");
+    ck_assert_uint_eq(rnic_cq_poll(cq, out, 4), 3);
+    ck_assert_int_eq(nlog.calls, 1);     /* the callers notify, not the CQ */
+}
+END_TEST
+
 START_TEST(test_cq_overflow_does_not_notify)
 {
     struct rnic_cq *cq = ncq;
@@ -230,6 +262,7 @@ Suite *cq_suite(void)
     tcase_add_test(tc, test_cq_arm_next_fires_once);
     tcase_add_test(tc, test_cq_arm_solicited);
     tcase_add_test(tc, test_cq_arm_next_beats_solicited);
+    tcase_add_test(tc, test_cq_arm_held);
     tcase_add_test(tc, test_cq_overflow_does_not_notify);
     suite_add_tcase(s, tc);
     return s;
