@@ -14,9 +14,10 @@
  * that reads its doorbell register once after several writes.  A CQ arm
  * is mailed too, to a slot of its own whose arms add up (one for the next
  * completion stays one when a solicited-only arm follows it, as in the
- * core); and a CQ's completions, once written, look for an arm mailed
- * meanwhile (rnic_wq_cq_arm_late), so that a guest that armed after it
- * found its ring empty is not left asleep.
+ * core); a CQ's completions take up an arm mailed before them
+ * (rnic_wq_cq_arm_early) and, once written, one mailed meanwhile
+ * (rnic_wq_cq_arm_late), so that a guest that armed after it found its
+ * ring empty is not left asleep.
  *
  * Protocol (no lock): the writer swaps its value into the slot and, only
  * if the slot was empty, sets the pending bit, then the summary bit of
