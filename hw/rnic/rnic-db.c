@@ -196,8 +196,12 @@ bool rnic_db_take_value(RnicState *s, hwaddr reg, uint32_t id,
                         uint32_t *val, uint16_t *udb)
 {
     int64_t slot = s->db_mail ? rnic_db_slot(s, reg, id) : -1;
-    uint32_t v = slot < 0 ? 0 : qatomic_xchg(&s->db_mail[slot], 0);
+    uint32_t v = 0;
 
+    /* A plain read first: most slots are empty, a swap is not free. */
+    if (slot >= 0 && qatomic_read(&s->db_mail[slot])) {
+        v = qatomic_xchg(&s->db_mail[slot], 0);
+    }
     rnic_db_decode(id, v, val, udb);
     return v;
 }
