@@ -48,7 +48,7 @@ CAPTURE_QTESTS := $(call qtests-in,capture)
 SAN_ENV    := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all core qemu qemu-san qemu-tsan check check-names check-unit check-unit-san \
+.PHONY: all core qemu qemu-san qemu-tsan check check-aggregator check-names check-unit check-unit-san \
         check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture run lint clean \
         distclean need-configure
 
@@ -128,9 +128,14 @@ check-tsan: qemu-tsan
 	@bash tests/tsan/run.sh $(QEMU_SRC) $(QEMU_TSAN_BUILD) $(RNIC_QTESTS)
 
 check:
-	@bash scripts/check-all.sh check-allow check-names check-driver check-unit check-unit-san \
+	@bash scripts/check-all.sh check-aggregator check-allow check-names check-driver check-unit check-unit-san \
 	    check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
 	    check-soak check-e2e
+
+# make check's aggregator exits non-zero exactly when a part fails.
+# Ends with "aggregator: N passed, N failed".
+check-aggregator:
+	@bash tests/check/aggregator-test.sh
 
 # No function or header name used twice in core/, hw/, guest-driver/,
 # include/.  Ends with "names: N passed, N failed".
