@@ -10,7 +10,8 @@ E2E_DIR := tests/e2e
 .PHONY: e2e-prep e2e check-e2e check-allow guest-driver check-driver demo
 
 # The scenarios `make check` runs: those that fit CI's time and do not
-# depend on a reference peer's timing.  Of the siw variants, p2p-both,
+# depend on a reference peer's timing.  migrate-paths boots no guest: the
+# migration scenarios' sockets from a clone deeper than a socket's path.  Of the siw variants, p2p-both,
 # the RFC 6581 negotiation in both roles: siw's peer-to-peer client (Write
 # and Read RTR offered) against rnic's server, and rnic's peer-to-peer
 # client against siw, Debian's rping on both, MPA CRC off (about 45 s).
@@ -23,7 +24,7 @@ E2E_DIR := tests/e2e
 # rdma-core's own test suite on rnic and on siw, side by side (about 90 s).
 # Live migration of an rnic guest in the middle of a verified rping, its
 # connection moved by TCP repair and by cpr-transfer (about 70 s each).
-E2E_CHECK := driver-probe.sh rnic-rnic.sh rnic-rnic-main-loop.sh \
+E2E_CHECK := migrate-paths.sh driver-probe.sh rnic-rnic.sh rnic-rnic-main-loop.sh \
              rnic-siw-variants.sh:p2p-both rdma-rnic-siw-crc.sh \
              rdma-rnic.sh rdma-rnic-main-loop.sh \
              rdma-rnic-viommu.sh rdma-rnic-companion.sh rdma-rnic-fail.sh \

@@ -19,10 +19,12 @@ $(BENCH_BIN): $(BENCH_OBJS) $(CORE_LIB)
 # The device bench is a qtest program: two QEMU processes with -device rnic.
 DEVICE_BENCH := tests/qtest/rnic-device-bench
 
+# pipefail: the device bench's own status, not grep's, fails the recipe
+# (make's shell has none by default).
 bench: $(BENCH_BIN) qemu
 	@$(BENCH_BIN)
 	$(call ninja-ours,$(QEMU_BUILD),$(DEVICE_BENCH))
-	@cd $(QEMU_BUILD) && QTEST_QEMU_BINARY=./qemu-system-x86_64 \
+	@set -o pipefail; cd $(QEMU_BUILD) && QTEST_QEMU_BINARY=./qemu-system-x86_64 \
 	    ./$(DEVICE_BENCH) | grep '^bench:'
 
 # The scale soak (tests/qtest/rnic-soak-test.c): 10,000 QPs on one device,

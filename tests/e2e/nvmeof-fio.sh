@@ -81,13 +81,17 @@ guest() {
         "e2e.dev=$kind e2e.mib=$mib e2e.dur=$dur e2e.${a// / e2e.}" "$@"
 }
 
+# run_pair runs as "run_pair || rc=1", where set -e does not act: an
+# initramfs whose build failed (e2e_die ends only the pipeline's subshell)
+# must stop the run, not leave the guests an older run's.
 run_pair() {
     local kind=$1 rc=0 p sock tgt=$name-$1-target host=$name-$1-host
     local nic=virtio-net-pci,netdev=n0,romfile=
     case $kind in
     rnic)
         e2e_librnic_build
-        guest_test | e2e_rnic_verbs_initramfs "$E2E_OUT/$name-rnic.cpio.gz" "${files[@]}"
+        guest_test | e2e_rnic_verbs_initramfs "$E2E_OUT/$name-rnic.cpio.gz" "${files[@]}" ||
+            e2e_die "the rnic guests' initramfs did not build"
         # The NVMe port and the "done" rping's: the first two of the
         # pair's block.  net, port, dev and rnic_io are e2e_rnic_pair's.
         e2e_rnic_pair
@@ -98,7 +102,8 @@ run_pair() {
         guest "$host" rnic "role=host ip=$net.2/24 peer=$net.1 port=$port" \
             $rnic_io -device "$dev" ;;
     siw)
-        guest_test | e2e_siw_initramfs "$E2E_OUT/$name-siw.cpio.gz" "${files[@]}"
+        guest_test | e2e_siw_initramfs "$E2E_OUT/$name-siw.cpio.gz" "${files[@]}" ||
+            e2e_die "the siw guests' initramfs did not build"
         p=$(e2e_free_ports 2) sock=$(e2e_free_port)
         guest "$tgt" siw "role=target ip=10.0.0.1/24 port=$p" \
             -netdev "socket,id=n0,listen=127.0.0.1:$sock" \

@@ -7,8 +7,9 @@
 #   e2e_guest_run  ...       both at once
 #
 # The console goes to $E2E_LOGS/NAME.log.  A guest passes when it printed
-# E2E-DONE with at least one E2E-PASS and no E2E-FAIL; a guest that hangs
-# is killed after E2E_TIMEOUT seconds (sized for TCG: ~10 s to /init).
+# E2E-DONE with at least one E2E-PASS and no E2E-FAIL (nor counted one),
+# and its QEMU exited with status 0; a guest that hangs is killed after
+# E2E_TIMEOUT seconds (sized for TCG: ~10 s to /init).
 # Guests run on KVM where the host has a usable one, on TCG otherwise
 # (scripts/accel.sh says which, and why).
 # E2E_MACHINE_ARGS: QEMU options for every guest of a scenario, ahead of
@@ -97,9 +98,19 @@ e2e_guest_verdict() {
         e2e_guest_excerpt "$name"
         return 1
     fi
-    if grep -q '^E2E-FAIL' <<<"$markers" || ! grep -q '^E2E-PASS' <<<"$markers"; then
+    # The DONE line's count too: an E2E-FAIL line that a kernel message
+    # broke on the serial console is no marker, but it was counted.
+    if grep -q '^E2E-FAIL' <<<"$markers" || ! grep -q '^E2E-PASS' <<<"$markers" ||
+       grep -q '^E2E-DONE .*failed=[1-9]' <<<"$markers"; then
         e2e_log "$name: failed (log: $log)"
         e2e_guest_excerpt "$name" '^E2E-FAIL'
+        return 1
+    fi
+    # A guest that powers off ends its QEMU with status 0: any other is
+    # QEMU failing after the guest's verdict (a crash at shutdown, say).
+    if [ "$rc" -ne 0 ]; then
+        e2e_log "$name: the guest passed, but QEMU exited with status $rc (log: $log)"
+        e2e_guest_excerpt "$name"
         return 1
     fi
 }
@@ -128,13 +139,16 @@ e2e_guest_run() {
 }
 
 # Guests still running when the scenario ends (it failed half-way) are
-# stopped rather than left to their timeout.
+# stopped rather than left to their timeout; the scenario's private
+# folders (lib/migrate.sh) go.
+E2E_RUN_DIRS=()
 e2e_guest_cleanup() {
     local pid
     for pid in ${E2E_GUEST_PID[@]+"${E2E_GUEST_PID[@]}"} \
                ${E2E_GUEST_DOG[@]+"${E2E_GUEST_DOG[@]}"}; do
         kill "$pid" 2>/dev/null || true
     done
+    rm -rf ${E2E_RUN_DIRS[@]+"${E2E_RUN_DIRS[@]}"}
 }
 trap e2e_guest_cleanup EXIT
 

@@ -4,6 +4,7 @@
 # side has QMP on a socket, and the guest a second serial port on which
 # the host says, on the destination, that the move is over.
 #   e2e_migrate_init NAME          a fresh folder for the sockets ($run)
+#                                  and the state file
 #   e2e_migrate_ctl src|dst        that side's QEMU options
 #   e2e_migrate_qmp src|dst ARGS   lib/qmp.py on that side
 #   e2e_migrate_done               waits until the source completed, and
@@ -13,10 +14,13 @@
 #                                  without the E2E-PASS MARKER
 #   e2e_migrate_go                 the moved guest goes on
 
+# A UNIX socket's path holds at most 107 bytes, and build/ is as deep as
+# the clone: the folder is a short private one under /tmp, removed when
+# the scenario ends (e2e_guest_cleanup).
 e2e_migrate_init() {
-    run=$E2E_OUT/$1
-    mkdir -p "$run"
-    rm -f "$run"/*.sock
+    run=$(mktemp -d "/tmp/rnic-$1.XXXXXX") ||
+        e2e_die "cannot make a folder for $1's sockets"
+    E2E_RUN_DIRS+=("$run")
 }
 
 e2e_migrate_ctl() {
