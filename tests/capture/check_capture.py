@@ -3,6 +3,7 @@
 """Checks a capture the rnic device wrote against its own statistics.
 
 Usage: check_capture.py FILE.pcapng [FILE.stats]
+       check_capture.py --dir FOLDER    (every FILE.pcapng with its FILE.stats)
 
 tshark decodes FILE.pcapng (iwarp_mpa / iwarp_ddp_rdmap).  Frames from the
 device carry the source MAC 02:72:6e:69:63:00 ("rnic"), frames from the
@@ -16,11 +17,13 @@ one on purpose or counted a CRC error), and opcodes received.  Prints one
 line per file, PASS or FAIL with the reasons; exit status 1 on FAIL.
 """
 import collections
+import concurrent.futures
+import html
 import os
+import re
 import struct
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 
 RNIC_MAC = "02:72:6e:69:63:00"
 OPS = ["write", "read-req", "read-resp", "send", "send-inv", "send-se",
@@ -47,29 +50,64 @@ def wireshark_term_limit(fields):
     return num("iwarp_mpa.ulpdulength") == 18 + 4 + 2 + 14 + rdma
 
 
+# A PDML field line: its name, and what it shows (show=, showname=).
+PDML_FIELD = re.compile(r'<field name="([^"]*)"(?: showname="([^"]*)")?'
+                        r'(?:.*? show="([^"]*)")?')
+
+
+class Field(dict):
+    """A PDML field as decode() keeps it: .get("show"), .get("showname")."""
+
+
+def pdml_packets(path):
+    """Per packet of PDML, the first field of each name and the names of the
+    protocols.  tshark prints a field or a protocol per line; lines are
+    read as they come, not as one document: payload bytes, printed in hex,
+    make the PDML of a capture 15 times its size, and only the protocols
+    looked at are printed (-J).  MPA is found by a heuristic; tried first,
+    so that a connection whose random port is another protocol's
+    well-known one (44818, EtherNet/IP, once) is not decoded as that
+    protocol."""
+    cmd = ["tshark", "-r", path, "-T", "pdml",
+           "-J", "eth iwarp_mpa iwarp_ddp_rdmap _ws.malformed",
+           "-o", "tcp.try_heuristic_first:TRUE",
+           "--disable-heuristic", "rpcrdma_iwarp"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
+                          stderr=subprocess.PIPE, errors="replace") as tshark:
+        fields, protos = None, None
+        for line in tshark.stdout:
+            line = line.lstrip()
+            if line.startswith("<field "):
+                if fields is None or len(line) > 4096:
+                    continue        # a field of payload bytes
+                m = PDML_FIELD.match(line)
+                if m and m.group(1) not in fields:
+                    fields[m.group(1)] = Field(
+                        showname=html.unescape(m.group(2) or ""),
+                        show=html.unescape(m.group(3) or ""))
+            elif line.startswith("<proto "):
+                protos.add(line.split('"')[1])
+            elif line.startswith("<packet>"):
+                fields, protos = {}, set()
+            elif line.startswith("</packet>"):
+                yield fields, protos
+                fields = None
+        err = tshark.stderr.read()
+    if tshark.returncode:
+        raise subprocess.CalledProcessError(tshark.returncode, cmd, None, err)
+
+
 def decode(path):
     """Per direction: FPDUs, their opcodes (all, and those whose CRC is good
     or off), CRC verdicts; and the frames tshark calls malformed."""
-    # MPA is found by a heuristic; tried first, so that a connection whose
-    # random port is another protocol's well-known one (44818, EtherNet/IP,
-    # once) is not decoded as that protocol.
-    out = subprocess.run(
-        ["tshark", "-r", path, "-T", "pdml",
-         "-o", "tcp.try_heuristic_first:TRUE",
-         "--disable-heuristic", "rpcrdma_iwarp"],
-        check=True, capture_output=True, text=True).stdout
     d = {tx: {"fpdus": 0, "ops": collections.Counter(),
               "ops_ok": collections.Counter(),
               "good": 0, "bad": 0} for tx in (True, False)}
     d["tolerated"] = 0
     malformed = []
     frames = 0
-    for pkt in ET.fromstring(out).iter("packet"):
+    for fields, protos in pdml_packets(path):
         frames += 1
-        fields = {}
-        for f in pkt.iter("field"):
-            fields.setdefault(f.get("name"), f)
-        protos = {p.get("name") for p in pkt.iter("proto")}
         if "_ws.malformed" in protos:
             if wireshark_term_limit(fields):
                 d["tolerated"] += 1
@@ -185,17 +223,39 @@ def check(pcap, stats_path):
     return errs, summary
 
 
+def check_one(pcap, stats=None):
+    """One line, PASS or FAIL, for one capture; True when it passed."""
+    name = pcap.rsplit("/", 1)[-1]
+    try:
+        errs, summary = check(pcap, stats)
+    except subprocess.CalledProcessError as e:
+        print("FAIL %s: tshark: %s" % (name, (e.stderr or "").strip()), flush=True)
+        return False
+    if errs:
+        print("FAIL %s: %s; %s" % (name, "; ".join(errs), summary), flush=True)
+        return False
+    print("PASS %s: %s" % (name, summary), flush=True)
+    return True
+
+
+def check_dir(folder):
+    """Every capture in FOLDER with its FILE.stats, as many at a time as
+    there are processors (most of the time is tshark's)."""
+    pcaps = sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                   if f.endswith(".pcapng"))
+    stats = [p[:-len(".pcapng")] + ".stats" for p in pcaps]
+    stats = [s if os.path.exists(s) else None for s in stats]
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
+        ok = list(pool.map(check_one, pcaps, stats))
+    return 0 if ok and all(ok) else 1
+
+
 def main():
-    pcap = sys.argv[1]
+    if len(sys.argv) == 3 and sys.argv[1] == "--dir":
+        return check_dir(sys.argv[2])
     stats = sys.argv[2] if len(sys.argv) > 2 and \
         os.path.exists(sys.argv[2]) else None
-    errs, summary = check(pcap, stats)
-    name = pcap.rsplit("/", 1)[-1]
-    if errs:
-        print("FAIL %s: %s; %s" % (name, "; ".join(errs), summary))
-        return 1
-    print("PASS %s: %s" % (name, summary))
-    return 0
+    return 0 if check_one(sys.argv[1], stats) else 1
 
 
 if __name__ == "__main__":

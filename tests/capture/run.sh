@@ -4,17 +4,16 @@
 # `make check-capture`: runs the qtests that move data (CAPTURE_QTESTS in
 # the Makefile: two devices, the test playing the peer, connection setup,
 # bounds under load, RFC 6581 RTR) with every device recording its traffic
-# (RNIC_QTEST_CAPTURE), then has tshark decode each capture and compares
-# it with the device's statistics (check_capture.py).  Ends with
-# "capture: N passed, N failed".
+# (RNIC_QTEST_CAPTURE), through meson as check-qtest runs the others, then
+# has tshark decode each capture and compares it with the device's
+# statistics (check_capture.py --dir).  Ends with
+# "capture: N passed, N failed": the captures, and each qtest that failed.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 qemu_build=${QEMU_BUILD:-$top/build/qemu}
 out=$top/build/captures/qtest
 tests=${CAPTURE_QTESTS:?set by make check-capture}
-passed=0
-failed=0
 
 if ! command -v tshark > /dev/null; then
     echo "check-capture: tshark is missing; run ./configure --install-deps"
@@ -23,25 +22,17 @@ if ! command -v tshark > /dev/null; then
 fi
 rm -rf "$out"
 mkdir -p "$out"
-for t in $tests; do
-    if (cd "$qemu_build" && RNIC_QTEST_CAPTURE=$out \
-        QTEST_QEMU_BINARY=./qemu-system-x86_64 ./tests/qtest/$t \
-        > "$out/$t.log" 2>&1); then
-        echo "check-capture: $t ran"
-    else
-        echo "check-capture: $t failed (log: $out/$t.log)"
-        failed=$((failed + 1))
-    fi
-done
-for pcap in "$out"/*.pcapng; do
-    [ -e "$pcap" ] || continue
-    if python3 "$top/tests/capture/check_capture.py" "$pcap" \
-        "${pcap%.pcapng}.stats"; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-    fi
-done
-[ $passed -gt 0 ] || { echo "check-capture: no capture was written"; failed=$((failed + 1)); }
+# shellcheck disable=SC2086
+(cd "$qemu_build" && RNIC_QTEST_CAPTURE=$out /usr/bin/meson test --no-rebuild \
+    --print-errorlogs --timeout-multiplier 3 \
+    $(printf 'qtest-x86_64/%s ' $tests)) | tee "$out/qtests.log"
+rc=${PIPESTATUS[0]}
+failed=$(awk '/^(Fail|Timeout):/ { n += $2 } END { print n + 0 }' "$out/qtests.log")
+[ "$rc" = 0 ] || [ "$failed" -gt 0 ] || failed=1
+
+python3 "$top/tests/capture/check_capture.py" --dir "$out" | tee "$out/captures.log"
+passed=$(grep -c '^PASS ' "$out/captures.log")
+failed=$((failed + $(grep -c '^FAIL ' "$out/captures.log")))
+[ "$passed" -gt 0 ] || { echo "check-capture: no capture was written"; failed=$((failed + 1)); }
 echo "capture: $passed passed, $failed failed"
-[ $failed = 0 ]
+[ "$failed" = 0 ]
