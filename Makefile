@@ -50,8 +50,8 @@ QTESTS     := $(filter-out $(CAPTURE_QTESTS),$(RNIC_QTESTS)) \
 SAN_ENV    := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all core qemu qemu-san qemu-tsan check check-aggregator check-names check-unit check-unit-san \
-        check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture run lint clean \
+.PHONY: all core qemu qemu-san qemu-tsan check check-aggregator check-names check-unit \
+        check-unit-san check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture run lint clean \
         distclean need-configure
 
 all: core qemu
@@ -130,8 +130,8 @@ check-tsan: qemu-tsan
 	@bash tests/tsan/run.sh $(QEMU_SRC) $(QEMU_TSAN_BUILD) $(TSAN_QTESTS)
 
 check:
-	@bash scripts/check-all.sh check-aggregator check-allow check-names check-driver check-unit check-unit-san \
-	    check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
+	@bash scripts/check-all.sh check-aggregator check-allow check-names check-driver \
+	    check-unit check-unit-san check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
 	    check-soak check-e2e
 
 # make check's aggregator exits non-zero exactly when a part fails.
@@ -162,9 +162,10 @@ check-unit-san:
 	@$(MAKE) --no-print-directory check-unit SANITIZE=1 CHECK_UNIT_RUN="timeout 900" \
 	    CK_FORK=no
 
+# A process per test (Check's fork mode) unless check-unit-san says not.
+CK_FORK ?= yes
 # Check stops a test after 4 s; under ASan on a busy machine the MPA
 # negotiation table took 6.4 s.
-CK_FORK ?= yes
 check-unit: $(UNIT_BIN)
 	cd $(BUILD) && CK_FORK=$(CK_FORK) CK_TIMEOUT_MULTIPLIER=5 $(CHECK_UNIT_RUN) $(abspath $(UNIT_BIN))
 
