@@ -50,9 +50,9 @@ QTESTS     := $(filter-out $(CAPTURE_QTESTS),$(RNIC_QTESTS)) \
 SAN_ENV    := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all core qemu qemu-san qemu-tsan check check-aggregator check-names check-unit \
-        check-unit-san check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture run lint clean \
-        distclean need-configure
+.PHONY: all core qemu qemu-san qemu-tsan check check-aggregator check-names \
+        check-unit check-unit-san check-qemu check-spec check-qtest check-qtest-san \
+        check-tsan check-capture run lint clean distclean need-configure
 
 all: core qemu
 
@@ -130,9 +130,9 @@ check-tsan: qemu-tsan
 	@bash tests/tsan/run.sh $(QEMU_SRC) $(QEMU_TSAN_BUILD) $(TSAN_QTESTS)
 
 check:
-	@bash scripts/check-all.sh check-aggregator check-allow check-names check-driver \
-	    check-unit check-unit-san check-qemu check-spec check-qtest check-qtest-san check-tsan check-capture fuzz-smoke \
-	    check-soak check-e2e
+	@bash scripts/check-all.sh check-aggregator check-allow check-names \
+	    check-driver check-unit check-unit-san check-qemu check-spec check-qtest \
+	    check-qtest-san check-tsan check-capture fuzz-smoke check-soak check-e2e
 
 # make check's aggregator exits non-zero exactly when a part fails.
 # Ends with "aggregator: N passed, N failed".
