@@ -207,19 +207,26 @@ static void dir_read(struct dir *d)
 /*
  * Moves @n more bytes each way through @x and @y (@y may be NULL),
  * writing and reading both at once, until everything written has been
- * read: within @ms milliseconds.
+ * read, failing when no byte has arrived for @ms milliseconds: a stall,
+ * not a slow machine (a test starved of the CPU once read 212750 of
+ * 400352 bytes in a 10 s total).
  */
 static void pump(struct dir *x, struct dir *y, size_t n, long ms)
 {
     struct dir *d[2] = { x, y };
     size_t want[2] = { x->written + n, y ? y->written + n : 0 };
-    long end = now_ms() + ms;
+    size_t got = 0;
+    long end = 0;
 
     for (;;) {
         struct pollfd pfd[4];
         int np = 0;
         bool done = true;
 
+        if (x->got + (y ? y->got : 0) != got || !end) {
+            got = x->got + (y ? y->got : 0);
+            end = now_ms() + ms;
+        }
         for (int i = 0; i < 2 && d[i]; i++) {
             dir_write(d[i], want[i] - d[i]->written);
             dir_read(d[i]);
@@ -236,13 +243,13 @@ static void pump(struct dir *x, struct dir *y, size_t n, long ms)
         if (done) {
             return;
         }
-        ck_assert_msg(now_ms() < end, "%s: %zu of %zu bytes after %ld ms",
+        ck_assert_msg(now_ms() < end, "%s: %zu of %zu bytes, none for %ld ms",
                       x->name, x->got, want[0], ms);
         poll(pfd, np, 50);
     }
 }
 
-/* Everything @d's writer has written, read: within @ms. */
+/* Everything @d's writer has written, read (pump: a stall of @ms fails). */
 static void dir_settle(struct dir *d, long ms)
 {
     pump(d, NULL, 0, ms);
@@ -314,7 +321,7 @@ static int count_fds(void)
 }
 
 /*
- * Everything written so far arrives both ways (within @ms each), then
+ * Everything written so far arrives both ways (a stall of @ms fails), then
  * @n more bytes each way; B never saw an error.  Closes the pair.
  */
 static void finish_pair(struct pair *p, size_t n, long ms)
