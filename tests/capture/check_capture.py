@@ -55,10 +55,6 @@ PDML_FIELD = re.compile(r'<field name="([^"]*)"(?: showname="([^"]*)")?'
                         r'(?:.*? show="([^"]*)")?')
 
 
-class Field(dict):
-    """A PDML field as decode() keeps it: .get("show"), .get("showname")."""
-
-
 def pdml_packets(path):
     """Per packet of PDML, the first field of each name and the names of the
     protocols.  tshark prints a field or a protocol per line; lines are
@@ -82,9 +78,9 @@ def pdml_packets(path):
                     continue        # a field of payload bytes
                 m = PDML_FIELD.match(line)
                 if m and m.group(1) not in fields:
-                    fields[m.group(1)] = Field(
-                        showname=html.unescape(m.group(2) or ""),
-                        show=html.unescape(m.group(3) or ""))
+                    fields[m.group(1)] = {
+                        "showname": html.unescape(m.group(2) or ""),
+                        "show": html.unescape(m.group(3) or "")}
             elif line.startswith("<proto "):
                 protos.add(line.split('"')[1])
             elif line.startswith("<packet>"):
@@ -229,7 +225,8 @@ def check_one(pcap, stats=None):
     try:
         errs, summary = check(pcap, stats)
     except subprocess.CalledProcessError as e:
-        print("FAIL %s: tshark: %s" % (name, (e.stderr or "").strip()), flush=True)
+        print("FAIL %s: tshark: %s" % (name, (e.stderr or "").strip()),
+              flush=True)
         return False
     if errs:
         print("FAIL %s: %s; %s" % (name, "; ".join(errs), summary), flush=True)
