@@ -26,7 +26,7 @@ E2E_DIR := tests/e2e
 # connection moved by TCP repair and by cpr-transfer (about 70 s each).
 E2E_CHECK := migrate-paths.sh driver-probe.sh rnic-rnic.sh rnic-rnic-main-loop.sh \
              rnic-siw-variants.sh:p2p-both rdma-rnic-siw-crc.sh \
-             rdma-rnic.sh rdma-rnic-main-loop.sh \
+             rdma-rnic.sh rdma-rnic-main-loop.sh:short \
              rdma-rnic-viommu.sh rdma-rnic-companion.sh rdma-rnic-fail.sh \
              nvmeof.sh:loop,srq rdma-rnic-6.12.sh rdma-core-suite.sh \
              rnic-migrate.sh:repair,rnic rnic-migrate.sh:cpr,rnic
